@@ -1,0 +1,35 @@
+"""``scrapy crawl`` that rejects bad spider arguments with a plain message and exit code 2."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.exceptions import UsageError
+
+from crawler.spiders.web import ArgumentError, WebSpider, check_arguments
+
+if TYPE_CHECKING:
+    import argparse
+
+
+class Command(ScrapyCrawlCommand):
+    """Scrapy's ``crawl``, checking a :class:`WebSpider`'s seeds, scope and page cap
+    before the crawl starts, so a bad seed is reported as a usage error rather than a
+    traceback. Enabled by ``COMMANDS_MODULE = "crawler.commands"``."""
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) == 1 and self.crawler_process is not None:
+            spidercls = self.crawler_process.spider_loader.load(args[0])
+            if issubclass(spidercls, WebSpider):
+                spargs = opts.spargs
+                try:
+                    check_arguments(
+                        spargs.get("seeds", getattr(spidercls, "start_urls", None)),
+                        spargs.get("scope"),
+                        spargs.get("max_pages"),
+                        self.settings,
+                    )
+                except ArgumentError as e:
+                    raise UsageError(str(e), print_help=False) from None
+        super().run(args, opts)

@@ -1,0 +1,79 @@
+"""Every setting of the crawler with its default, in one place.
+
+This module is the Scrapy project settings module of this package (``scrapy.cfg``
+points here), and every component falls back to these values when a project of
+its own does not set them (see ``crawler.config.setting``). Each knob is
+documented in ``docs/settings.md``.
+"""
+
+BOT_NAME = "politecrawler"
+SPIDER_MODULES = ["crawler.spiders"]
+NEWSPIDER_MODULE = "crawler.spiders"
+# `scrapy crawl` that reports bad seeds plainly, before any fetch.
+COMMANDS_MODULE = "crawler.commands"
+
+# Identify the crawler; operators should add a contact URL or e-mail.
+USER_AGENT = "politecrawler/0.1 (+https://github.com/scrapy/scrapy)"
+
+# --- Safety: no control ports -------------------------------------------------
+# RemoteControl (Scrapy 2.19) opens an HTTP port that runs code sent to it.
+REMOTE_CONTROL_ENABLED = False
+TELNETCONSOLE_ENABLED = False
+
+# --- Politeness (Scrapy's own, until the frontier owns it) ---------------------
+ROBOTSTXT_OBEY = True
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 1
+DOWNLOAD_DELAY = 1.0
+COOKIES_ENABLED = False
+
+# --- Crawl order: breadth-first (shallow pages first) --------------------------
+DEPTH_PRIORITY = 1
+SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
+SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
+
+# --- URL policy ----------------------------------------------------------------
+# Query parameters dropped by normalisation (full match of the name, any case).
+# A policy that grows from observed traps: dropping a parameter that changes the
+# page loses content.
+URL_DROP_PARAMS = r"^(utm_[a-z]+|fbclid|gclid|sessionid|phpsessid|jsessionid)$"
+# Request fingerprints: 8-byte BLAKE2b of the normalised URL (GET without body).
+REQUEST_FINGERPRINTER_CLASS = "crawler.fingerprint.UrlFingerprinter"
+
+# --- Trap rules, first layer ----------------------------------------------------
+DEPTH_LIMIT = 20
+URLLENGTH_LIMIT = 2048
+# Drop a URL whose path repeats a run of segments this many times in a row.
+TRAP_SEGMENT_REPEATS = 3
+
+# --- Link following --------------------------------------------------------------
+# "host" (the seeds' hosts, www. or not), "domain" (their registered domains) or "all".
+CRAWL_SCOPE = "host"
+# Stop after this many pages are stored (0: no cap).
+CRAWL_MAX_PAGES = 0
+# Raw links remembered per worker to skip links already handled without parsing
+# them; two generations of this size are kept, so memory stays bounded.
+LINK_CACHE_SIZE = 500_000
+
+# --- Fetching ------------------------------------------------------------------
+# Content types kept; others are stopped once their headers arrive.
+HTML_CONTENT_TYPES = ["text/html", "application/xhtml+xml"]
+DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 0
+
+# --- Page store --------------------------------------------------------------------
+STORE_URI = "crawl-data"
+# Roll a segment file when it reaches this size (bytes, compressed).
+STORE_ROLL_BYTES = 100 * 1024 * 1024
+STORE_COMPRESSION_LEVEL = 6
+
+DOWNLOADER_MIDDLEWARES = {
+    "crawler.middlewares.content.HtmlOnlyMiddleware": 650,
+}
+ITEM_PIPELINES = {
+    "crawler.pipelines.fingerprint.ContentHashPipeline": 300,
+    "crawler.pipelines.store.PageStorePipeline": 800,
+}
+
+LOG_LEVEL = "INFO"
+FEED_EXPORT_ENCODING = "utf-8"

@@ -1,0 +1,194 @@
+"""The ``web`` spider: from seed URLs, fetch HTML pages, keep their text, follow their links."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import scrapy
+from lxml import etree
+from scrapy.exceptions import CloseSpider
+from scrapy.http import HtmlResponse
+from scrapy.utils.response import get_base_url
+
+from crawler import settings as defaults
+from crawler.items import Page
+from crawler.links import SCOPES, LinkFollower, Scope
+from crawler.text import extract_text, extract_title
+from crawler.urls import UrlNormalizer, url_host
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.settings import BaseSettings
+
+_HREFS = etree.XPath("//a/@href | //area/@href")
+
+
+class ArgumentError(ValueError):
+    """A spider argument cannot be used (a bad seed, scope or page cap); the message
+    names each bad value and why."""
+
+
+def _seed_problem(raw: str, normalized: str | None) -> str | None:
+    if normalized is not None:
+        return None
+    if "://" not in raw and ":" not in raw.split("/")[0]:
+        return f"no scheme: did you mean http://{raw} ?" if "." in raw else "not a URL or a file"
+    scheme = raw.split(":", 1)[0].lower()
+    if scheme not in ("http", "https"):
+        return f"scheme {scheme!r} is not http or https"
+    return "not a valid http(s) URL (bad host or port)"
+
+
+def parse_seeds(value: str | list[str] | None, normalize: UrlNormalizer) -> list[str]:
+    """Normalised seed URLs from ``URL[,URL...]``, a file (one URL per line, ``#`` comments)
+    or a list; raises :class:`ArgumentError` naming every bad seed and why."""
+    if not value:
+        raise ArgumentError("no seeds given: use -a seeds=URL[,URL...] or -a seeds=FILE")
+    if isinstance(value, str):
+        if Path(value).is_file():
+            lines = Path(value).read_text(encoding="utf-8").splitlines()
+            raw = [line.split("#", 1)[0].strip() for line in lines]
+        else:
+            raw = [part.strip() for part in value.split(",")]
+    else:
+        raw = [str(part).strip() for part in value]
+    raw = [r for r in raw if r]
+    seeds, problems = [], []
+    for r in raw:
+        url = normalize(r)
+        problem = _seed_problem(r, url)
+        if problem:
+            problems.append(f"  {r!r}: {problem}")
+        elif url not in seeds:
+            seeds.append(url)
+    if problems:
+        raise ArgumentError("bad seed(s), nothing was fetched:\n" + "\n".join(problems))
+    if not seeds:
+        raise ArgumentError(f"no seeds in {value!r}")
+    return seeds
+
+
+def check_arguments(
+    seeds: str | list[str] | None,
+    scope: str | None,
+    max_pages: int | str | None,
+    settings: BaseSettings,
+) -> tuple[list[str], str, int]:
+    """(normalised seeds, scope, page cap) from the spider's arguments and settings;
+    raises :class:`ArgumentError` before anything is fetched."""
+    normalize = UrlNormalizer(settings.get("URL_DROP_PARAMS", defaults.URL_DROP_PARAMS))
+    seed_urls = parse_seeds(seeds, normalize)
+    scope = scope or settings.get("CRAWL_SCOPE", defaults.CRAWL_SCOPE)
+    if scope not in SCOPES:
+        raise ArgumentError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+    if max_pages is None:
+        max_pages = settings.getint("CRAWL_MAX_PAGES", defaults.CRAWL_MAX_PAGES)
+    try:
+        cap = int(max_pages)
+    except ValueError:
+        cap = -1
+    if cap < 0:
+        raise ArgumentError(f"max_pages must be a whole number >= 0, not {max_pages!r}")
+    return seed_urls, scope, cap
+
+
+class WebSpider(scrapy.Spider):
+    """Crawls HTML from seed URLs, staying in scope, yielding one :class:`Page` per page.
+
+    Arguments (``-a``): ``seeds`` (URLs, comma-separated, or a file), ``scope``
+    (``host``, ``domain`` or ``all``; setting ``CRAWL_SCOPE``), ``max_pages``
+    (setting ``CRAWL_MAX_PAGES``). Links are followed through :class:`LinkFollower`,
+    which skips links already seen before any Request is built.
+    """
+
+    name = "web"
+
+    def __init__(
+        self,
+        seeds: str | list[str] | None = None,
+        scope: str | None = None,
+        max_pages: int | str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._seeds_arg = seeds if seeds is not None else getattr(self, "start_urls", None)
+        self._scope_arg = scope
+        self._max_pages_arg = max_pages
+        self.pages = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider._configure(crawler)
+        return spider
+
+    def _configure(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        self.seed_urls, scope, self.max_pages = check_arguments(
+            self._seeds_arg, self._scope_arg, self._max_pages_arg, settings
+        )
+        normalize = UrlNormalizer(settings.get("URL_DROP_PARAMS", defaults.URL_DROP_PARAMS))
+        self._normalize = normalize
+        self.depth_limit = settings.getint("DEPTH_LIMIT")
+        self.links = LinkFollower(
+            normalize,
+            Scope(scope, (url_host(u) for u in self.seed_urls)),
+            crawler.stats,
+            max_url_length=settings.getint("URLLENGTH_LIMIT", defaults.URLLENGTH_LIMIT),
+            segment_repeats=settings.getint("TRAP_SEGMENT_REPEATS", defaults.TRAP_SEGMENT_REPEATS),
+            cache_size=settings.getint("LINK_CACHE_SIZE", defaults.LINK_CACHE_SIZE),
+        )
+        for url in self.seed_urls:
+            self.links.mark_seen(url)
+        self.logger.info(
+            "Crawling %d seed(s), scope=%s, max_pages=%s", len(self.seed_urls), scope,
+            self.max_pages or "none",
+        )
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
+        for url in self.seed_urls:
+            yield scrapy.Request(url, callback=self.parse)
+
+    def parse(self, response: Response) -> Iterator[Page | scrapy.Request]:
+        stats = self.crawler.stats
+        if not isinstance(response, HtmlResponse):
+            stats.inc_value("content/dropped/not_html")
+            return
+        if self.max_pages and self.pages >= self.max_pages:
+            return
+        root = response.selector.root
+        hrefs = _HREFS(root) if isinstance(root, etree._Element) else []
+        depth = response.meta.get("depth", 0)
+        self.pages += 1
+        yield self._page(response, root, depth, len(hrefs))
+        if self.max_pages and self.pages >= self.max_pages:
+            raise CloseSpider("max_pages")
+        if self.depth_limit and depth + 1 > self.depth_limit:
+            stats.inc_value("traps/dropped/depth", len(hrefs))
+            return
+        for url in self.links.new_links(get_base_url(response), hrefs):
+            yield scrapy.Request(url, callback=self.parse)
+
+    def _page(self, response: HtmlResponse, root: Any, depth: int, links: int) -> Page:
+        headers = response.headers
+        etag = headers.get(b"ETag")
+        last_modified = headers.get(b"Last-Modified")
+        parsed = isinstance(root, etree._Element)
+        return Page(
+            url=self._normalize(response.url) or response.url,
+            status=response.status,
+            fetched_at=time.time(),
+            depth=depth,
+            html=response.body,
+            text=extract_text(root) if parsed else "",
+            title=extract_title(root) if parsed else "",
+            content_type=(headers.get(b"Content-Type") or b"").decode("latin-1"),
+            encoding=response.encoding,
+            etag=etag.decode("latin-1") if etag else None,
+            last_modified=last_modified.decode("latin-1") if last_modified else None,
+            links=links,
+        )

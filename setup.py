@@ -1,0 +1,27 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="scrapy-polite-crawler",
+    version="0.1.0",
+    description="A polite, deduplicating, distributed web crawler as a Scrapy extension",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["crawler", "crawler.*"]),
+    python_requires=">=3.11",
+    install_requires=[
+        "scrapy>=2.19,<2.20",
+        "scrapy-redis>=0.9.1,<0.10",
+        "protego>=0.7,<0.8",
+        "w3lib>=2.5,<3",
+        "lxml>=5",
+        "tldextract>=5.1,<6",
+        "idna>=3.7",
+        "simhash>=2.1.2,<3",
+        "boto3>=1.34,<2",
+        "redis>=5,<9",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6"],
+    },
+    entry_points={"scrapy": ["settings = crawler.settings"]},
+)

@@ -1,0 +1,52 @@
+"""Spider arguments: seeds from a list or a file, and bad input named before any fetch."""
+
+from __future__ import annotations
+
+import pytest
+from scrapy.settings import Settings
+
+from crawler.spiders.web import ArgumentError, check_arguments, parse_seeds
+from crawler.urls import normalize_url
+
+SETTINGS = Settings({"CRAWL_SCOPE": "host", "CRAWL_MAX_PAGES": 0})
+
+
+def test_comma_separated_seeds_are_normalised_and_deduplicated():
+    seeds = parse_seeds("HTTP://Example.com:80/a#x, https://b.org , http://example.com/a", normalize_url)
+    assert seeds == ["http://example.com/a", "https://b.org/"]
+
+
+def test_seed_file_with_comments(tmp_path):
+    path = tmp_path / "seeds.txt"
+    path.write_text("# my seeds\nhttp://a.test/\n\n  https://b.test/x  # the docs\n")
+    assert parse_seeds(str(path), normalize_url) == ["http://a.test/", "https://b.test/x"]
+
+
+def test_every_bad_seed_is_named_with_its_reason():
+    with pytest.raises(ArgumentError) as error:
+        parse_seeds("ftp://x.org/,example.com,http://ok.test/,http://a:99999/,seeds.txt", normalize_url)
+    message = str(error.value)
+    assert "'ftp://x.org/': scheme 'ftp' is not http or https" in message
+    assert "'example.com': no scheme: did you mean http://example.com ?" in message
+    assert "'http://a:99999/': not a valid http(s) URL" in message
+    assert "'seeds.txt'" in message
+    assert "ok.test" not in message
+
+
+def test_no_seeds_is_an_error(tmp_path):
+    with pytest.raises(ArgumentError, match="no seeds given"):
+        parse_seeds(None, normalize_url)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing here\n")
+    with pytest.raises(ArgumentError, match="no seeds in"):
+        parse_seeds(str(empty), normalize_url)
+
+
+def test_scope_and_max_pages_are_checked():
+    assert check_arguments("http://a.test/", None, None, SETTINGS) == (["http://a.test/"], "host", 0)
+    assert check_arguments("http://a.test/", "domain", "5", SETTINGS)[1:] == ("domain", 5)
+    with pytest.raises(ArgumentError, match="scope must be one of"):
+        check_arguments("http://a.test/", "planet", None, SETTINGS)
+    with pytest.raises(ArgumentError, match="max_pages must be a whole number"):
+        check_arguments("http://a.test/", None, "lots", SETTINGS)
+
