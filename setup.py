@@ -1,10 +1,12 @@
+from pathlib import Path
+
 from setuptools import find_packages, setup
 
 setup(
     name="scrapy-polite-crawler",
     version="0.1.0",
     description="A polite, deduplicating, distributed web crawler as a Scrapy extension",
-    long_description=open("README.md", encoding="utf-8").read(),
+    long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["crawler", "crawler.*"]),
     python_requires=">=3.11",

@@ -134,22 +134,25 @@ class WebSpider(scrapy.Spider):
         normalize = UrlNormalizer(settings.get("URL_DROP_PARAMS", defaults.URL_DROP_PARAMS))
         self._normalize = normalize
         self.depth_limit = settings.getint("DEPTH_LIMIT")
-        self.links = LinkFollower(
-            normalize,
-            Scope(scope, (url_host(u) for u in self.seed_urls)),
-            crawler.stats,
-            max_url_length=settings.getint("URLLENGTH_LIMIT", defaults.URLLENGTH_LIMIT),
-            segment_repeats=settings.getint("TRAP_SEGMENT_REPEATS", defaults.TRAP_SEGMENT_REPEATS),
-            cache_size=settings.getint("LINK_CACHE_SIZE", defaults.LINK_CACHE_SIZE),
-        )
-        for url in self.seed_urls:
-            self.links.mark_seen(url)
+        self.scope = scope
         self.logger.info(
             "Crawling %d seed(s), scope=%s, max_pages=%s", len(self.seed_urls), scope,
             self.max_pages or "none",
         )
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
+        # Built here, not in from_crawler: Crawler.stats exists only once the crawl starts.
+        settings = self.crawler.settings
+        self.links = LinkFollower(
+            self._normalize,
+            Scope(self.scope, (url_host(u) for u in self.seed_urls)),
+            self.crawler.stats,
+            max_url_length=settings.getint("URLLENGTH_LIMIT", defaults.URLLENGTH_LIMIT),
+            segment_repeats=settings.getint("TRAP_SEGMENT_REPEATS", defaults.TRAP_SEGMENT_REPEATS),
+            cache_size=settings.getint("LINK_CACHE_SIZE", defaults.LINK_CACHE_SIZE),
+        )
+        for url in self.seed_urls:
+            self.links.mark_seen(url)
         for url in self.seed_urls:
             yield scrapy.Request(url, callback=self.parse)
 

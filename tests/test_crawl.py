@@ -1,0 +1,97 @@
+"""End to end: `scrapy crawl web` over real loopback HTTP on a generated multi-host web."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+from testweb import Site, TestWeb
+
+from crawler.store import read_member
+from crawler.text import normalize_whitespace
+
+
+def three_host_web() -> TestWeb:
+    return TestWeb([
+        Site("a.test", pages=160, fanout=4, extra_links=10, nav_links=20, unlinked_pages=5,
+             broken_links=3, binary_links=True, cross_links=["b.test", "out.test"]),
+        Site("b.test", pages=100, fanout=3, extra_links=5, cross_links=["c.test", "out.test"],
+             cross_links_every_page=True),
+        Site("c.test", pages=60, fanout=2, nav_links=5, redirects={"/old": "/p/7.html"},
+             cross_links=["a.test"]),
+        Site("out.test", pages=20),
+    ])
+
+
+def test_every_reachable_in_scope_page_is_stored_exactly_once(crawl, tmp_path):
+    with three_host_web() as web:
+        seeds = [web.url("a.test"), web.url("b.test"), web.url("c.test")]
+        result = crawl(web, tmp_path, "seeds=" + ",".join(seeds))
+        expected = web.reachable(seeds, scope_hosts={"a.test", "b.test", "c.test"})
+        out_of_scope_hits = web.hits("out.test")
+        pdf_hits = web.hits("a.test", "/files/doc.pdf")
+    assert result.returncode == 0, result.log[-3000:]
+    assert len(expected) >= 300
+
+    stored = Counter(record["url"] for record in result.records)
+    assert set(stored) == expected
+    assert max(stored.values()) == 1
+    assert out_of_scope_hits == []
+    assert len(pdf_hits) == 1
+    stats = result.stats
+    assert stats["store/pages"] == len(expected)
+    assert stats["content/dropped/not_html"] == 2  # the PDF and the PNG, stopped at headers
+    assert stats["links/dropped/offsite"] >= 1
+
+
+def test_records_and_files_read_back(crawl, tmp_path):
+    with TestWeb([Site("a.test", pages=30, broken_links=2, unlinked_pages=2)]) as web:
+        result = crawl(web, tmp_path, "seeds=" + web.url("a.test"))
+    assert result.returncode == 0, result.log[-3000:]
+    records = result.records
+    assert len(records) == 30
+    for record in records:
+        assert record["status"] == 200
+        assert record["fetched_at"].endswith("Z")
+        html = read_member(result.store, record["html"])
+        text = read_member(result.store, record["text"]).decode("utf-8")
+        assert html.startswith(b"<!") or html.lstrip().startswith(b"<")
+        assert text
+        assert "<" not in text.split("\n")[0]
+        digest = hashlib.sha256(normalize_whitespace(text).encode("utf-8")).hexdigest()
+        assert record["content_sha256"] == digest
+    depths = {r["url"]: r["depth"] for r in records}
+    assert depths[web.url("a.test")] == 0
+    assert not any("/hidden/" in url or "/missing/" in url for url in depths)
+
+
+def test_max_pages_caps_the_crawl(crawl, tmp_path):
+    with TestWeb([Site("a.test", pages=80)]) as web:
+        result = crawl(web, tmp_path, "seeds=" + web.url("a.test"), "max_pages=25")
+    assert result.returncode == 0, result.log[-3000:]
+    assert len(result.records) == 25
+    assert "max_pages" in result.log
+
+
+def test_traps_are_cut_by_depth_and_repeated_segments(crawl, tmp_path):
+    with TestWeb([Site("a.test", pages=5, calendar_trap=True, repeat_trap=True)]) as web:
+        result = crawl(web, tmp_path, "seeds=" + web.url("a.test"), DEPTH_LIMIT=6)
+        paths = [r.path for r in web.hits("a.test")]
+    assert result.returncode == 0, result.log[-3000:]
+    assert not any(path.count("loop/") >= 3 for path in paths)
+    calendar = [p for p in paths if p.startswith("/cal/")]
+    assert 0 < len(calendar) <= 6
+    stats = result.stats
+    assert stats["traps/dropped/repeated_segments"] >= 1
+    assert stats["traps/dropped/depth"] >= 1
+
+
+def test_a_bad_seed_stops_the_crawl_before_any_fetch(crawl, tmp_path):
+    with TestWeb([Site("a.test", pages=3)]) as web:
+        result = crawl(web, tmp_path, f"seeds={web.url('a.test')},ftp://files.test/x,www.example")
+        hits = web.hits()
+    assert result.returncode == 2
+    assert "'ftp://files.test/x': scheme 'ftp' is not http or https" in result.log
+    assert "'www.example': no scheme" in result.log
+    assert hits == []
+    assert result.records == []
