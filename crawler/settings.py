@@ -20,17 +20,15 @@ USER_AGENT = "politecrawler/0.1 (+https://github.com/scrapy/scrapy)"
 REMOTE_CONTROL_ENABLED = False
 TELNETCONSOLE_ENABLED = False
 
-# --- Politeness (Scrapy's own, until the frontier owns it) ---------------------
+# --- Politeness: the frontier owns it, so Scrapy's own delays are off ------------
+SCHEDULER = "crawler.scheduler.FrontierScheduler"
 ROBOTSTXT_OBEY = True
 CONCURRENT_REQUESTS = 16
-CONCURRENT_REQUESTS_PER_DOMAIN = 1
-DOWNLOAD_DELAY = 1.0
+# The frontier never lets two fetches to one host overlap; a per-domain limit below
+# CONCURRENT_REQUESTS would only queue requests inside the downloader.
+CONCURRENT_REQUESTS_PER_DOMAIN = 16
+DOWNLOAD_DELAY = 0
 COOKIES_ENABLED = False
-
-# --- Crawl order: breadth-first (shallow pages first) --------------------------
-DEPTH_PRIORITY = 1
-SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
-SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
 
 # --- URL policy ----------------------------------------------------------------
 # Query parameters dropped by normalisation (full match of the name, any case).
@@ -77,3 +75,30 @@ ITEM_PIPELINES = {
 
 LOG_LEVEL = "INFO"
 FEED_EXPORT_ENCODING = "utf-8"
+
+# --- Frontier: politeness policy ------------------------------------------------
+# Gap after a fetch = max(min(MAX, max(MIN, FACTOR x fetch time)), Crawl-delay, backoff).
+POLITENESS_MIN_DELAY = 1.0
+POLITENESS_DELAY_FACTOR = 10.0
+# Cap of the adaptive part, as Heritrix's default 30 s: a slow host is still
+# visited twice a minute. Crawl-delay and Retry-After may exceed it.
+POLITENESS_MAX_DELAY = 30.0
+# Cap of the 429/503 backoff, Retry-After included.
+POLITENESS_BACKOFF_MAX = 3600.0
+# Fetches per host in a crawl (0: no limit).
+HOST_PAGE_BUDGET = 0
+# Front queues: request depth (shifted by priority) picks one of these levels.
+FRONTIER_PRIORITY_LEVELS = 4
+
+# --- Frontier: state ---------------------------------------------------------------
+# The embedded frontier lives in FRONTIER_DIR/<CRAWL_ID>/frontier.sqlite; rerunning
+# the same command resumes that crawl. CRAWL_ID defaults to the spider's name.
+FRONTIER_DIR = "crawl-state"
+CRAWL_ID = ""
+# A URL leased and neither acked nor retried within this time is queued again.
+FRONTIER_LEASE_SECONDS = 600.0
+# Frontier writes are committed this often: a kill -9 loses at most this much
+# progress, and that progress is redone (pages fetched again), never skipped.
+FRONTIER_COMMIT_INTERVAL = 0.5
+# SQLite page cache (KiB): the frontier's memory beyond one record per host.
+FRONTIER_CACHE_KIB = 65536

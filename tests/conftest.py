@@ -44,8 +44,9 @@ def run_crawl(
     store = tmp_path / "store"
     base = {
         "STORE_URI": str(store),
-        "DOWNLOAD_DELAY": 0,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 4,
+        "FRONTIER_DIR": str(tmp_path / "state"),
+        "POLITENESS_MIN_DELAY": 0,
+        "POLITENESS_DELAY_FACTOR": 0,
         "TWISTED_DNS_RESOLVER": "testweb.LoopbackResolver",
         "LOG_LEVEL": "INFO",
     }

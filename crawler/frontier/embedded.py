@@ -1,0 +1,372 @@
+"""The embedded frontier: one process, no server, durable in a SQLite file.
+
+Queued URLs live on disk (SQLite, stdlib: transactions, an index per host and a
+bounded page cache, which a hand-written log would have to reinvent), so a frontier
+of millions of URLs costs disk, not RAM. In memory: one small record per host and a
+heap of hosts keyed by earliest-allowed time.
+
+Crash safety: all writes go through one connection and are committed every
+``commit_interval`` seconds, in order. A kill -9 loses at most the last interval,
+and what it loses is consistent: a page's ack is never committed before the links
+found on it were, so a lost ack means the page is fetched again and its links
+found again. URLs leased by a dead run are queued again when the crawl reopens.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
+
+logger = logging.getLogger(__name__)
+
+QUEUED, LEASED, DONE = 0, 1, 2
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS hosts (
+    id INTEGER PRIMARY KEY,
+    name TEXT UNIQUE NOT NULL,
+    next_allowed REAL NOT NULL DEFAULT 0,
+    backoff REAL NOT NULL DEFAULT 0,
+    last_gap REAL NOT NULL DEFAULT 0,
+    fetched INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS urls (
+    fp INTEGER PRIMARY KEY,         -- 64-bit URL fingerprint, as a signed integer
+    host_id INTEGER NOT NULL,
+    level INTEGER NOT NULL,
+    state INTEGER NOT NULL,         -- 0 queued, 1 leased, 2 done
+    seq INTEGER NOT NULL,           -- arrival order: FIFO within a level
+    request TEXT                    -- JSON; dropped once done (the row stays as "seen")
+);
+CREATE INDEX IF NOT EXISTS urls_queued ON urls (host_id, level, seq) WHERE state = 0;
+CREATE TABLE IF NOT EXISTS crawl (key TEXT PRIMARY KEY, value TEXT);
+"""
+
+
+def _signed(fp: int) -> int:
+    return fp - (1 << 64) if fp >= 1 << 63 else fp
+
+
+@dataclass
+class Entry:
+    """A URL offered to the frontier."""
+
+    fp: int  # 64-bit unsigned fingerprint
+    host: str  # politeness key
+    level: int
+    request: str  # JSON
+
+
+@dataclass
+class Claim:
+    """A leased URL: fetch it, report the fetch (``fetched``), then ``ack`` it."""
+
+    fp: int
+    host: str
+    token: int
+    request: str
+
+
+@dataclass
+class _Host:
+    id: int
+    name: str
+    times: HostTimes
+    next_allowed: float = 0.0
+    fetched: int = 0
+    queued: list[int] = field(default_factory=list)  # per level
+    credit: list[int] = field(default_factory=list)  # weighted round robin state
+    busy: bool = False  # a fetch is in flight
+    in_heap: bool = False
+
+
+@dataclass
+class _Lease:
+    host: str
+    token: int
+    expires: float
+    fetching: bool = True  # the fetch has not been reported yet
+
+
+class EmbeddedFrontier:
+    """Frontier state for one process, in SQLite at ``path`` (``":memory:"`` for tests).
+
+    ``add``/``next``/``fetched``/``ack``/``reap`` keep the contract in DESIGN.md:
+    a host is never leased twice at once, and after a fetch it waits the policy's gap.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        policy: PolitenessPolicy | None = None,
+        levels: PriorityLevels | None = None,
+        budget: HostBudget | None = None,
+        lease_seconds: float = 600.0,
+        cache_kib: int = 65536,
+    ) -> None:
+        self.policy = policy or PolitenessPolicy()
+        self.levels = levels or PriorityLevels()
+        self.budget = budget or HostBudget()
+        self.lease_seconds = lease_seconds
+        self.db_path = Path(path)
+        if str(path) != ":memory:":
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(path), isolation_level="DEFERRED", check_same_thread=False)
+        self.db.executescript(
+            f"PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-{cache_kib};"
+        )
+        self.db.executescript(_SCHEMA)
+        self._hosts: dict[str, _Host] = {}
+        self._heap: list[tuple[float, str]] = []
+        self._leases: dict[int, _Lease] = {}
+        self._tokens = itertools.count(1)
+        self.queued = 0
+        self.counters: dict[str, int] = {}
+        self._seq = self.db.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0]
+        self._load()
+
+    # ---------------------------------------------------------------- state
+
+    def _load(self) -> None:
+        """Rebuild the in-memory hosts and heap; requeue leases of a run that died."""
+        recovered = self.db.execute("UPDATE urls SET state = ? WHERE state = ?", (QUEUED, LEASED)).rowcount
+        if recovered:
+            self._count("leases/recovered", recovered)
+            logger.info("Frontier: %d URLs leased by a previous run are queued again", recovered)
+        for hid, name, next_allowed, backoff, last_gap, fetched in self.db.execute(
+            "SELECT id, name, next_allowed, backoff, last_gap, fetched FROM hosts"
+        ):
+            host = self._new_host(hid, name, HostTimes(backoff=backoff, last_gap=last_gap))
+            host.next_allowed, host.fetched = next_allowed, fetched
+        names = {h.id: h for h in self._hosts.values()}
+        for hid, level, count in self.db.execute(
+            "SELECT host_id, level, count(*) FROM urls WHERE state = 0 GROUP BY host_id, level"
+        ):
+            host = names[hid]
+            host.queued[min(level, self.levels.levels - 1)] += count
+            self.queued += count
+        for host in self._hosts.values():
+            self._schedule(host)
+        self.db.commit()
+
+    def _new_host(self, hid: int, name: str, times: HostTimes) -> _Host:
+        n = self.levels.levels
+        host = _Host(hid, name, times, queued=[0] * n, credit=[0] * n)
+        self._hosts[name] = host
+        return host
+
+    def _host(self, name: str) -> _Host:
+        host = self._hosts.get(name)
+        if host is None:
+            cur = self.db.execute("INSERT INTO hosts (name) VALUES (?)", (name,))
+            host = self._new_host(cur.lastrowid, name, HostTimes())
+        return host
+
+    def _schedule(self, host: _Host) -> None:
+        """Put ``host`` in the heap if it can be fetched from, at its allowed time."""
+        if host.busy or host.in_heap or not any(host.queued):
+            return
+        if self.budget.exhausted(host.fetched):
+            self._drop_queued(host)
+            return
+        host.in_heap = True
+        heapq.heappush(self._heap, (host.next_allowed, host.name))
+
+    def _drop_queued(self, host: _Host) -> None:
+        """A host over its page budget: its queued URLs are dropped (kept as seen)."""
+        dropped = self.db.execute(
+            "UPDATE urls SET state = ?, request = NULL WHERE host_id = ? AND state = ?",
+            (DONE, host.id, QUEUED),
+        ).rowcount
+        self.queued -= sum(host.queued)
+        host.queued = [0] * len(host.queued)
+        self._count("dropped/budget", dropped)
+        logger.info("Host %s reached its budget of %d pages: %d URLs dropped", host.name,
+                    self.budget.pages, dropped)
+
+    def _count(self, key: str, n: int = 1) -> None:
+        self.counters[key] = self.counters.get(key, 0) + n
+
+    # ---------------------------------------------------------------- contract
+
+    def add(self, entries: Iterable[Entry], force: bool = False) -> list[bool]:
+        """Queue each URL not seen before; returns, per entry, whether it was queued.
+
+        With ``force`` a URL already done is queued again (a deliberate revisit);
+        a URL queued or leased is never queued twice.
+        """
+        added = []
+        for entry in entries:
+            host = self._host(entry.host)
+            if self.budget.exhausted(host.fetched):
+                self._count("dropped/budget")
+                added.append(False)
+                continue
+            self._seq += 1
+            fp = _signed(entry.fp)
+            cur = self.db.execute(
+                "INSERT OR IGNORE INTO urls (fp, host_id, level, state, seq, request) VALUES (?,?,?,?,?,?)",
+                (fp, host.id, entry.level, QUEUED, self._seq, entry.request),
+            )
+            if not cur.rowcount and force:
+                cur = self.db.execute(
+                    "UPDATE urls SET state = ?, level = ?, seq = ?, request = ? WHERE fp = ? AND state = ?",
+                    (QUEUED, entry.level, self._seq, entry.request, fp, DONE),
+                )
+            if not cur.rowcount:
+                self._count("dropped/seen")
+                added.append(False)
+                continue
+            host.queued[entry.level] += 1
+            self.queued += 1
+            self._schedule(host)
+            added.append(True)
+        return added
+
+    def requeue(self, fp: int, token: int, request: str) -> bool:
+        """Queue a leased URL again (a retry): its lease ends, its place is the back
+        of its level. False if ``token`` is not the URL's current lease."""
+        lease = self._leases.get(fp)
+        if lease is None or lease.token != token:
+            return False
+        del self._leases[fp]
+        row = self.db.execute("SELECT level FROM urls WHERE fp = ?", (_signed(fp),)).fetchone()
+        self._seq += 1
+        self.db.execute(
+            "UPDATE urls SET state = ?, seq = ?, request = ? WHERE fp = ?",
+            (QUEUED, self._seq, request, _signed(fp)),
+        )
+        host = self._hosts[lease.host]
+        host.queued[row[0]] += 1
+        self.queued += 1
+        if lease.fetching:
+            host.busy = False
+        self._schedule(host)
+        return True
+
+    def next(self, now: float) -> Claim | float | None:
+        """Lease a URL from the host that has been allowed longest; else the seconds
+        until one is allowed; else None (nothing queued, or every host busy)."""
+        heap = self._heap
+        while heap:
+            allowed, name = heap[0]
+            host = self._hosts[name]
+            if allowed > now:
+                return allowed - now
+            heapq.heappop(heap)
+            host.in_heap = False
+            if host.busy or not any(host.queued):
+                continue
+            return self._lease(host, now)
+        return None
+
+    def _lease(self, host: _Host, now: float) -> Claim:
+        level = self.levels.pick([q > 0 for q in host.queued], host.credit)
+        fp, request = self.db.execute(
+            "SELECT fp, request FROM urls WHERE host_id = ? AND state = 0 AND level = ? ORDER BY seq LIMIT 1",
+            (host.id, level),
+        ).fetchone()
+        self.db.execute("UPDATE urls SET state = ? WHERE fp = ?", (LEASED, fp))
+        host.queued[level] -= 1
+        self.queued -= 1
+        host.busy = True
+        host.fetched += 1
+        token = next(self._tokens)
+        ufp = fp % (1 << 64)
+        self._leases[ufp] = _Lease(host.name, token, now + self.lease_seconds)
+        return Claim(ufp, host.name, token, request)
+
+    def fetched(
+        self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
+        retry_after: float | None = None,
+    ) -> float | None:
+        """The fetch of a leased URL ended (``status`` None: no response). Sets its
+        host's next allowed time by the policy; returns the gap, or None for a stale token."""
+        lease = self._leases.get(fp)
+        if lease is None or lease.token != token or not lease.fetching:
+            return None
+        lease.fetching = False
+        host = self._hosts[lease.host]
+        was_backing_off = host.times.backoff > 0
+        gap = self.policy.after_fetch(host.times, fetch_seconds, status, retry_after)
+        if host.times.backoff and not was_backing_off:
+            self._count("backoffs")
+            logger.info("Host %s answered %s: backing off %.1f s", host.name, status or "no response", gap)
+        host.next_allowed = now + gap
+        host.busy = False
+        self.db.execute(
+            "UPDATE hosts SET next_allowed = ?, backoff = ?, last_gap = ?, fetched = ? WHERE id = ?",
+            (host.next_allowed, host.times.backoff, host.times.last_gap, host.fetched, host.id),
+        )
+        self._schedule(host)
+        return gap
+
+    def ack(self, fp: int, token: int) -> bool:
+        """The URL is done (its page stored, or nothing to store): its lease ends for good."""
+        lease = self._leases.get(fp)
+        if lease is None or lease.token != token:
+            return False
+        del self._leases[fp]
+        self.db.execute("UPDATE urls SET state = ?, request = NULL WHERE fp = ?", (DONE, _signed(fp)))
+        if lease.fetching:  # never reached the network (e.g. refused by a middleware)
+            host = self._hosts[lease.host]
+            host.busy = False
+            self._schedule(host)
+        return True
+
+    def reap(self, now: float) -> int:
+        """Queue again the URLs whose lease expired unacked; returns how many."""
+        expired = [(fp, lease) for fp, lease in self._leases.items() if lease.expires <= now]
+        for fp, lease in expired:
+            row = self.db.execute("SELECT request FROM urls WHERE fp = ?", (_signed(fp),)).fetchone()
+            self.requeue(fp, lease.token, row[0])
+        if expired:
+            self._count("leases/expired", len(expired))
+            logger.warning("Frontier: %d leases expired unacked; their URLs are queued again", len(expired))
+        return len(expired)
+
+    # ---------------------------------------------------------------- reporting
+
+    @property
+    def leased(self) -> int:
+        return len(self._leases)
+
+    def has_pending(self) -> bool:
+        return bool(self.queued or self._leases)
+
+    def done_count(self) -> int:
+        return self.db.execute("SELECT count(*) FROM urls WHERE state = ?", (DONE,)).fetchone()[0]
+
+    def gauges(self, now: float) -> dict[str, int]:
+        """Hosts with queued URLs (active), of them waiting out a gap, and URLs queued/leased."""
+        active = [h for h in self._hosts.values() if any(h.queued)]
+        return {
+            "hosts/active": len(active),
+            "hosts/waiting": sum(1 for h in active if not h.busy and h.next_allowed > now),
+            "hosts/busy": sum(1 for h in self._hosts.values() if h.busy),
+            "hosts/backing_off": sum(1 for h in active if h.times.backoff),
+            "queued": self.queued,
+            "leased": self.leased,
+        }
+
+    def get(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM crawl WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def put(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO crawl (key, value) VALUES (?, ?)", (key, value))
+
+    def commit(self) -> None:
+        self.db.commit()
+
+    def close(self) -> None:
+        self.db.commit()
+        self.db.close()
+

@@ -1,0 +1,225 @@
+"""``FrontierScheduler``: Scrapy's scheduler interface over a frontier backend."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.utils.asyncio import call_later
+from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet.task import LoopingCall
+
+from crawler import settings as defaults
+from crawler.frontier.codec import request_from_json, request_to_json
+from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
+from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels, parse_retry_after
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+_LEASE = "_frontier_lease"  # request.meta: (fingerprint, lease token) of the URL
+_FETCH = "_frontier_fetch"  # request.meta: [start time, status, Retry-After]
+
+
+class FrontierScheduler(BaseScheduler):
+    """Gives the engine requests from a polite frontier (``SCHEDULER``).
+
+    Politeness is the frontier's: one fetch in flight per host, and after each fetch
+    a gap of max(min delay, factor x fetch time, Crawl-delay, backoff). So Scrapy's
+    own delays must be off (``DOWNLOAD_DELAY = 0``, per-domain concurrency >= 1), or
+    requests waiting out a slot delay would block the global concurrency.
+
+    Fetches are reported through Scrapy's downloader signals (``response_downloaded``,
+    ``request_left_downloader``), failures included. A URL's lease is acked when the
+    engine is done with its Request: the engine keeps it in its in-progress set until
+    the response has gone through the spider and every item it produced through the
+    pipelines, so a page is acked only once stored. Scrapy 2.19 signals no such
+    moment, so the scheduler reads that set (``engine._slot.inprogress``) whenever the
+    engine calls it. When nothing is due, the scheduler wakes the engine as the next
+    host falls due, instead of leaving it to the 5-second heartbeat.
+
+    Settings: ``FRONTIER_DIR``, ``CRAWL_ID``, ``POLITENESS_*``, ``HOST_PAGE_BUDGET``,
+    ``FRONTIER_PRIORITY_LEVELS``, ``FRONTIER_LEASE_SECONDS``,
+    ``FRONTIER_COMMIT_INTERVAL``, ``FRONTIER_CACHE_KIB``.
+    """
+
+    def __init__(self, crawler: Crawler, frontier: EmbeddedFrontier, levels: PriorityLevels,
+                 commit_interval: float) -> None:
+        self.crawler = crawler
+        self.frontier = frontier
+        self.levels = levels
+        self.commit_interval = commit_interval
+        self.spider: Spider | None = None
+        self._handed_out: list[tuple[Request, int, int]] = []  # (request, fp, lease token)
+        self._wake_at = 0.0
+        self._wake_call: Any = None
+        self._timers: list[LoopingCall] = []
+        crawler.signals.connect(self._reached_downloader, signal=signals.request_reached_downloader)
+        crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
+        s = crawler.settings
+        policy = PolitenessPolicy(
+            min_delay=s.getfloat("POLITENESS_MIN_DELAY", defaults.POLITENESS_MIN_DELAY),
+            delay_factor=s.getfloat("POLITENESS_DELAY_FACTOR", defaults.POLITENESS_DELAY_FACTOR),
+            max_delay=s.getfloat("POLITENESS_MAX_DELAY", defaults.POLITENESS_MAX_DELAY),
+            backoff_max=s.getfloat("POLITENESS_BACKOFF_MAX", defaults.POLITENESS_BACKOFF_MAX),
+        )
+        levels = PriorityLevels(s.getint("FRONTIER_PRIORITY_LEVELS", defaults.FRONTIER_PRIORITY_LEVELS))
+        crawl_id = s.get("CRAWL_ID") or crawler.spidercls.name
+        path = Path(s.get("FRONTIER_DIR", defaults.FRONTIER_DIR)) / crawl_id / "frontier.sqlite"
+        frontier = EmbeddedFrontier(
+            path,
+            policy=policy,
+            levels=levels,
+            budget=HostBudget(s.getint("HOST_PAGE_BUDGET", defaults.HOST_PAGE_BUDGET)),
+            lease_seconds=s.getfloat("FRONTIER_LEASE_SECONDS", defaults.FRONTIER_LEASE_SECONDS),
+            cache_kib=s.getint("FRONTIER_CACHE_KIB", defaults.FRONTIER_CACHE_KIB),
+        )
+        if s.getfloat("DOWNLOAD_DELAY") or s.getbool("AUTOTHROTTLE_ENABLED"):
+            logger.warning("FrontierScheduler keeps politeness itself: set DOWNLOAD_DELAY = 0 and "
+                           "AUTOTHROTTLE_ENABLED = False, or Scrapy adds delays of its own.")
+        logger.info("Frontier state in %s", path)
+        return cls(crawler, frontier, levels, s.getfloat(
+            "FRONTIER_COMMIT_INTERVAL", defaults.FRONTIER_COMMIT_INTERVAL))
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        done = self.frontier.done_count()
+        if done and not self.frontier.has_pending():
+            logger.warning(
+                "This crawl already finished (%d URLs done, state in %s): URLs seen then are not "
+                "fetched again. To start a fresh crawl, delete that directory or set another CRAWL_ID.",
+                done, Path(self.frontier.db_path).parent,
+            )
+        elif done:
+            logger.info("Resuming the crawl: %d URLs done, %d queued", done, self.frontier.queued)
+        for interval, step in ((self.commit_interval, self._commit), (5.0, self._housekeeping)):
+            timer = LoopingCall(step)
+            timer.start(interval, now=False)
+            self._timers.append(timer)
+
+    def close(self, reason: str) -> None:
+        for timer in self._timers:
+            if timer.running:
+                timer.stop()
+        if self._wake_call is not None and self._wake_call.active():
+            self._wake_call.cancel()
+        # Requests still in progress keep their lease: the next run fetches them again.
+        self._ack_finished()
+        self._housekeeping()
+        self.frontier.close()
+
+    def _commit(self) -> None:
+        self._ack_finished()
+        self.frontier.commit()
+
+    def _housekeeping(self) -> None:
+        now = time.time()
+        self.frontier.reap(now)
+        stats = self.crawler.stats
+        for key, value in self.frontier.gauges(now).items():
+            stats.set_value(f"frontier/{key}", value)
+        for key, value in self.frontier.counters.items():
+            stats.set_value(f"frontier/{key}", value)
+
+    # ---------------------------------------------------------------- engine side
+
+    def has_pending_requests(self) -> bool:
+        self._ack_finished()
+        return self.frontier.has_pending()
+
+    def enqueue_request(self, request: Request) -> bool:
+        self._ack_finished()
+        fp = int.from_bytes(self.crawler.request_fingerprinter.fingerprint(request)[:8], "big")
+        inherited = request.meta.pop(_LEASE, None)
+        request.meta.pop(_FETCH, None)
+        data, dropped = request_to_json(request, self.spider)
+        if dropped:
+            self.crawler.stats.inc_value("frontier/meta_dropped", len(dropped))
+        # A retry of the URL its lease holds goes back to the queue; that lease ends.
+        if inherited is not None and inherited[0] == fp and self.frontier.requeue(fp, inherited[1], data):
+            self.crawler.stats.inc_value("frontier/requeued")
+            return True
+        host = urlparse_cached(request).hostname or ""
+        level = self.levels.level(request.meta.get("depth", 0), request.priority)
+        added = self.frontier.add([Entry(fp, host, level, data)], force=request.dont_filter)[0]
+        self.crawler.stats.inc_value("frontier/enqueued" if added else "frontier/dropped_seen")
+        return added
+
+    def next_request(self) -> Request | None:
+        self._ack_finished()
+        now = time.time()
+        result = self.frontier.next(now)
+        if isinstance(result, Claim):
+            request = request_from_json(result.request, self.spider)
+            request.meta[_LEASE] = (result.fp, result.token)
+            self._handed_out.append((request, result.fp, result.token))
+            self.crawler.stats.inc_value("frontier/claims")
+            return request
+        if result is not None:
+            self._wake_engine_in(result)
+        return None
+
+    def _ack_finished(self) -> None:
+        """Ack the URLs whose Request the engine has finished with."""
+        slot = getattr(self.crawler.engine, "_slot", None)
+        if slot is None or not self._handed_out:
+            return
+        in_progress = slot.inprogress
+        still = []
+        for entry in self._handed_out:
+            if entry[0] in in_progress:
+                still.append(entry)
+            else:
+                self.frontier.ack(entry[1], entry[2])
+        self._handed_out = still
+
+    def _wake_engine_in(self, seconds: float) -> None:
+        """Ask the engine for requests again when the next host falls due."""
+        at = time.monotonic() + seconds
+        if self._wake_call is not None and self._wake_call.active():
+            if self._wake_at <= at + 0.001:
+                return
+            self._wake_call.cancel()
+        self._wake_at = at
+        self._wake_call = call_later(max(0.0, seconds), self._wake_engine)
+
+    def _wake_engine(self) -> None:
+        slot = getattr(self.crawler.engine, "_slot", None)  # no public hook exists in 2.19
+        if slot is not None:
+            slot.nextcall.schedule()
+
+    # ---------------------------------------------------------------- fetch feedback
+
+    def _reached_downloader(self, request: Request) -> None:
+        if _LEASE in request.meta:
+            request.meta[_FETCH] = [time.monotonic(), None, None]
+
+    def _response_downloaded(self, response: Response, request: Request) -> None:
+        fetch = request.meta.get(_FETCH)
+        if fetch is not None:
+            fetch[1] = response.status
+            fetch[2] = response.headers.get(b"Retry-After")
+
+    def _left_downloader(self, request: Request) -> None:
+        fetch = request.meta.pop(_FETCH, None)
+        lease = request.meta.get(_LEASE)
+        if fetch is None or lease is None:
+            return
+        now = time.time()
+        seconds = time.monotonic() - fetch[0]
+        status, retry_after = fetch[1], parse_retry_after(fetch[2], now)
+        self.frontier.fetched(lease[0], lease[1], now, seconds, status, retry_after)

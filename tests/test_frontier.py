@@ -1,0 +1,172 @@
+"""The frontier contract (DESIGN.md), on a fake clock. Every backend must pass it."""
+
+from __future__ import annotations
+
+import pytest
+
+from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
+from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
+from crawler.urls import url_fingerprint
+
+POLICY = PolitenessPolicy(min_delay=1.0, delay_factor=10.0, max_delay=30.0, backoff_max=3600.0)
+
+
+def entry(url: str, host: str | None = None, level: int = 0) -> Entry:
+    host = host or url.split("/")[2]
+    return Entry(url_fingerprint(url), host, level, url)
+
+
+@pytest.fixture
+def make_frontier(tmp_path):
+    def make(**kwargs) -> EmbeddedFrontier:
+        kwargs.setdefault("policy", POLICY)
+        return EmbeddedFrontier(kwargs.pop("path", ":memory:"), **kwargs)
+    return make
+
+
+def claim(frontier, now) -> Claim:
+    result = frontier.next(now)
+    assert isinstance(result, Claim), result
+    return result
+
+
+def finish(frontier, c: Claim, now: float, seconds: float = 0.01, status: int | None = 200,
+           retry_after: float | None = None) -> float:
+    gap = frontier.fetched(c.fp, c.token, now, seconds, status, retry_after)
+    frontier.ack(c.fp, c.token)
+    return gap
+
+
+def test_add_is_idempotent_by_url(make_frontier):
+    f = make_frontier()
+    assert f.add([entry("http://a.test/1"), entry("http://a.test/1"), entry("http://a.test/2")]) == [
+        True, False, True]
+    assert f.queued == 2
+    assert f.counters["dropped/seen"] == 1
+
+
+def test_a_host_is_never_leased_twice_at_once(make_frontier):
+    f = make_frontier()
+    f.add([entry("http://a.test/1"), entry("http://a.test/2"), entry("http://b.test/1")])
+    first, second = claim(f, 0.0), claim(f, 0.0)
+    assert {first.host, second.host} == {"a.test", "b.test"}
+    assert f.next(0.0) is None  # a.test busy, b.test empty: nothing to give, not drained
+    assert f.has_pending()
+
+
+def test_gap_after_a_fetch_follows_the_policy(make_frontier):
+    f = make_frontier()
+    f.add([entry(f"http://a.test/{i}") for i in range(3)])
+    c = claim(f, 100.0)
+    assert finish(f, c, 100.5, seconds=0.5) == pytest.approx(5.0)
+    assert f.next(101.0) == pytest.approx(4.5)
+    assert claim(f, 105.5).host == "a.test"
+
+
+def test_backoff_doubles_and_honours_retry_after(make_frontier):
+    f = make_frontier()
+    f.add([entry(f"http://a.test/{i}") for i in range(4)])
+    c = claim(f, 0.0)
+    assert finish(f, c, 0.0) == 1.0
+    c = claim(f, 1.0)
+    assert finish(f, c, 1.0, status=503) == 2.0
+    c = claim(f, 3.0)
+    assert finish(f, c, 3.0, status=429, retry_after=60) == 60.0
+    assert f.next(10.0) == pytest.approx(53.0)
+    assert f.counters["backoffs"] == 1
+
+
+def test_unacked_leases_expire_and_are_given_again(make_frontier):
+    f = make_frontier(lease_seconds=30)
+    f.add([entry("http://a.test/1")])
+    c = claim(f, 0.0)
+    f.fetched(c.fp, c.token, 1.0, 0.01, 200)
+    assert f.reap(20.0) == 0
+    assert f.reap(31.0) == 1
+    again = claim(f, 31.0)
+    assert again.fp == c.fp and again.token != c.token
+    assert not f.ack(c.fp, c.token)  # the stale lease cannot ack
+    assert f.ack(again.fp, again.token)
+    assert not f.has_pending()
+
+
+def test_requeue_of_a_retry_puts_the_url_back(make_frontier):
+    f = make_frontier()
+    f.add([entry("http://a.test/1")])
+    c = claim(f, 0.0)
+    f.fetched(c.fp, c.token, 0.0, 0.01, 503)
+    assert f.requeue(c.fp, c.token, c.request)
+    assert f.next(0.5) == pytest.approx(1.5)  # still backing off
+    assert claim(f, 2.0).fp == c.fp
+
+
+def test_ack_without_fetch_frees_the_host(make_frontier):
+    f = make_frontier()
+    f.add([entry("http://a.test/1"), entry("http://a.test/2")])
+    c = claim(f, 0.0)
+    assert f.ack(c.fp, c.token)  # e.g. refused by a middleware before any fetch
+    assert claim(f, 0.0).host == "a.test"
+
+
+def test_host_budget_drops_the_rest_of_a_host(make_frontier):
+    f = make_frontier(budget=HostBudget(2))
+    f.add([entry(f"http://a.test/{i}") for i in range(5)])
+    now = 0.0
+    for _ in range(2):
+        c = claim(f, now)
+        finish(f, c, now)
+        now += 1.0
+    assert f.next(now + 10) is None
+    assert not f.has_pending()
+    assert f.counters["dropped/budget"] == 3
+    assert f.add([entry("http://a.test/9")]) == [False]
+
+
+def test_priorities_order_a_host_queue(make_frontier):
+    f = make_frontier(levels=PriorityLevels(levels=2))
+    f.add([entry(f"http://a.test/low{i}", level=1) for i in range(4)])
+    f.add([entry(f"http://a.test/high{i}", level=0) for i in range(4)])
+    order, now = [], 0.0
+    while f.has_pending():
+        c = claim(f, now)
+        order.append(c.request.rsplit("/", 1)[1])
+        finish(f, c, now)
+        now += 1.0
+    position = {name: i for i, name in enumerate(order)}
+    assert order[0] == "high0"
+    assert sum(position[f"high{i}"] for i in range(4)) < sum(position[f"low{i}"] for i in range(4))
+    assert position["low0"] < position["high3"]  # low priority still moves
+    assert sorted(order) == sorted([f"high{i}" for i in range(4)] + [f"low{i}" for i in range(4)])
+
+
+def test_hosts_come_in_order_of_earliest_allowed_time(make_frontier):
+    f = make_frontier()
+    f.add([entry(f"http://{h}.test/{i}") for h in "abc" for i in range(2)])
+    claims = [claim(f, 0.0) for _ in range(3)]
+    for c, seconds in zip(claims, (0.3, 0.1, 0.2), strict=True):
+        f.fetched(c.fp, c.token, 1.0, seconds, 200)
+    assert [claim(f, 10.0).host for _ in range(3)] == ["b.test", "c.test", "a.test"]
+
+
+def test_state_survives_a_crash_and_leases_are_requeued(make_frontier, tmp_path):
+    path = tmp_path / "frontier.sqlite"
+    f = make_frontier(path=path)
+    f.add([entry(f"http://a.test/{i}") for i in range(3)])
+    done = claim(f, 0.0)
+    finish(f, done, 0.0)
+    leased = claim(f, 5.0)
+    f.commit()
+    f.add([entry("http://a.test/lost")])  # not committed: lost with the process
+    f.db.close()  # the process dies: the open transaction is lost, as in a kill -9
+    again = make_frontier(path=path)
+    assert again.queued == 2  # the leased URL and the one never fetched
+    assert again.counters["leases/recovered"] == 1
+    assert again.add([entry("http://a.test/0")]) == [False]  # done stays seen
+    fps = set()
+    now = 10.0
+    while again.has_pending():
+        c = claim(again, now)
+        fps.add(c.fp)
+        finish(again, c, now)
+        now += 2
+    assert leased.fp in fps and done.fp not in fps and len(fps) == 2

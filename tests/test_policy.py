@@ -1,0 +1,90 @@
+"""The frontier's rules, without I/O: gaps, backoff, Retry-After, budgets, priorities."""
+
+from __future__ import annotations
+
+from email.utils import formatdate
+
+import pytest
+
+from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels, parse_retry_after
+
+POLICY = PolitenessPolicy(min_delay=1.0, delay_factor=10.0, max_delay=30.0, backoff_max=3600.0)
+
+
+def test_gap_is_the_min_delay_for_fast_fetches():
+    assert POLICY.after_fetch(HostTimes(), 0.05, 200, None) == 1.0
+
+
+def test_gap_is_factor_times_fetch_duration_for_slow_hosts():
+    assert POLICY.after_fetch(HostTimes(), 0.5, 200, None) == pytest.approx(5.0)
+
+
+def test_adaptive_gap_is_capped_at_max_delay():
+    assert POLICY.after_fetch(HostTimes(), 12.0, 200, None) == 30.0
+
+
+def test_crawl_delay_is_a_floor_above_the_cap():
+    assert POLICY.after_fetch(HostTimes(crawl_delay=45.0), 0.01, 200, None) == 45.0
+
+
+def test_429_and_503_double_the_backoff_starting_from_twice_the_gap():
+    host = HostTimes()
+    assert POLICY.after_fetch(host, 0.2, 200, None) == pytest.approx(2.0)
+    assert POLICY.after_fetch(host, 0.2, 503, None) == pytest.approx(4.0)
+    assert POLICY.after_fetch(host, 0.2, 429, None) == pytest.approx(8.0)
+    assert POLICY.after_fetch(host, 0.2, 503, None) == pytest.approx(16.0)
+
+
+def test_a_success_resets_the_backoff():
+    host = HostTimes()
+    POLICY.after_fetch(host, 0.05, 503, None)
+    assert host.backoff > 0
+    assert POLICY.after_fetch(host, 0.05, 200, None) == 1.0
+    assert host.backoff == 0
+
+
+def test_retry_after_is_honoured_when_longer_than_the_doubled_backoff():
+    host = HostTimes()
+    assert POLICY.after_fetch(host, 0.05, 429, 120.0) == 120.0
+
+
+def test_backoff_is_capped():
+    host = HostTimes()
+    assert POLICY.after_fetch(host, 0.05, 503, 1e9) == 3600.0
+
+
+def test_a_fetch_without_response_backs_off_like_503():
+    host = HostTimes()
+    assert POLICY.after_fetch(host, 0.05, None, None) == 2.0
+
+
+def test_retry_after_seconds_and_http_date():
+    now = 1_700_000_000.0
+    assert parse_retry_after(b"120", now) == 120.0
+    assert parse_retry_after(formatdate(now + 300, usegmt=True), now) == pytest.approx(300.0)
+    assert parse_retry_after(formatdate(now - 300, usegmt=True), now) == 0.0
+    assert parse_retry_after("soon", now) is None
+    assert parse_retry_after(None, now) is None
+
+
+def test_host_budget():
+    assert not HostBudget(0).exhausted(10**9)
+    assert not HostBudget(5).exhausted(4)
+    assert HostBudget(5).exhausted(5)
+
+
+def test_levels_follow_depth_and_priority():
+    levels = PriorityLevels(levels=4, priority_step=10)
+    assert [levels.level(d, 0) for d in range(6)] == [0, 1, 2, 3, 3, 3]
+    assert levels.level(3, 20) == 1
+    assert levels.level(0, -15) == 2
+
+
+def test_biased_choice_favours_high_priority_and_still_moves_low():
+    levels = PriorityLevels(levels=4)
+    credit = [0, 0, 0, 0]
+    picks = [levels.pick([True, True, True, True], credit) for _ in range(150)]
+    assert [picks.count(i) for i in range(4)] == [80, 40, 20, 10]
+    assert picks[0] == 0
+    credit = [0, 0, 0, 0]
+    assert {levels.pick([False, False, True, True], credit) for _ in range(3)} == {2, 3}
