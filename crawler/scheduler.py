@@ -115,7 +115,7 @@ class FrontierScheduler(BaseScheduler):
         for timer in self._timers:
             if timer.running:
                 timer.stop()
-        if self._wake_call is not None and self._wake_call.active():
+        if self._wake_call is not None:
             self._wake_call.cancel()
         # Requests still in progress keep their lease: the next run fetches them again.
         self._ack_finished()
@@ -190,7 +190,7 @@ class FrontierScheduler(BaseScheduler):
     def _wake_engine_in(self, seconds: float) -> None:
         """Ask the engine for requests again when the next host falls due."""
         at = time.monotonic() + seconds
-        if self._wake_call is not None and self._wake_call.active():
+        if self._wake_call is not None:
             if self._wake_at <= at + 0.001:
                 return
             self._wake_call.cancel()
@@ -198,6 +198,7 @@ class FrontierScheduler(BaseScheduler):
         self._wake_call = call_later(max(0.0, seconds), self._wake_engine)
 
     def _wake_engine(self) -> None:
+        self._wake_call = None
         slot = getattr(self.crawler.engine, "_slot", None)  # no public hook exists in 2.19
         if slot is not None:
             slot.nextcall.schedule()

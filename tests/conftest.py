@@ -1,68 +1,15 @@
-"""Shared helpers: run `scrapy crawl web` in a subprocess against the test web."""
+"""Shared fixtures. Tests import the test web and crawl helpers from this directory."""
 
 from __future__ import annotations
 
-import re
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from crawler.store import LocalStore, iter_records
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # so tests import testweb
-
-from testweb import TestWeb  # noqa: E402
-
-_STAT = re.compile(r"'([^']+)': (\d+)[,}]")
-
-
-@dataclass
-class CrawlResult:
-    returncode: int
-    log: str
-    store: LocalStore
-
-    @property
-    def stats(self) -> dict[str, int]:
-        """Integer stats from the end-of-crawl stats dump in the log."""
-        dump = self.log.rpartition("Dumping Scrapy stats:")[2]
-        return {k: int(v) for k, v in _STAT.findall(dump)}
-
-    @property
-    def records(self) -> list[dict]:
-        return list(iter_records(self.store))
-
-
-def run_crawl(
-    web: TestWeb, tmp_path: Path, *spider_args: str, timeout: float = 120, **settings: object
-) -> CrawlResult:
-    """Run ``scrapy crawl web`` in a subprocess (its own reactor), over the test web."""
-    store = tmp_path / "store"
-    base = {
-        "STORE_URI": str(store),
-        "FRONTIER_DIR": str(tmp_path / "state"),
-        "POLITENESS_MIN_DELAY": 0,
-        "POLITENESS_DELAY_FACTOR": 0,
-        "TWISTED_DNS_RESOLVER": "testweb.LoopbackResolver",
-        "LOG_LEVEL": "INFO",
-    }
-    base.update(settings)
-    command = [sys.executable, "-m", "scrapy", "crawl", "web"]
-    for arg in spider_args:
-        command += ["-a", arg]
-    for name, value in base.items():
-        command += ["-s", f"{name}={value}"]
-    env = web.subprocess_env()
-    env["SCRAPY_SETTINGS_MODULE"] = "crawler.settings"
-    env["PYTHONPATH"] = f"{REPO}:{env['PYTHONPATH']}"
-    done = subprocess.run(
-        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
-    return CrawlResult(done.returncode, done.stdout + done.stderr, LocalStore(store))
+from crawling import run_crawl
 
 
 @pytest.fixture
