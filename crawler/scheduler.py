@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import time
 from pathlib import Path
@@ -57,6 +58,8 @@ class FrontierScheduler(BaseScheduler):
         self.frontier = frontier
         self.levels = levels
         self.commit_interval = commit_interval
+        self._resolving: set[str] = set()
+        self._closed = False
         self.spider: Spider | None = None
         self._handed_out: list[tuple[Request, int, int]] = []  # (request, fp, lease token)
         self._wake_at = 0.0
@@ -85,6 +88,7 @@ class FrontierScheduler(BaseScheduler):
             budget=HostBudget(s.getint("HOST_PAGE_BUDGET", defaults.HOST_PAGE_BUDGET)),
             lease_seconds=s.getfloat("FRONTIER_LEASE_SECONDS", defaults.FRONTIER_LEASE_SECONDS),
             cache_kib=s.getint("FRONTIER_CACHE_KIB", defaults.FRONTIER_CACHE_KIB),
+            hold_new_hosts=s.getbool("POLITENESS_PER_IP", defaults.POLITENESS_PER_IP),
         )
         if s.getfloat("DOWNLOAD_DELAY") or s.getbool("AUTOTHROTTLE_ENABLED"):
             logger.warning("FrontierScheduler keeps politeness itself: set DOWNLOAD_DELAY = 0 and "
@@ -106,12 +110,14 @@ class FrontierScheduler(BaseScheduler):
             )
         elif done:
             logger.info("Resuming the crawl: %d URLs done, %d queued", done, self.frontier.queued)
+        self._key_new_hosts()
         for interval, step in ((self.commit_interval, self._commit), (5.0, self._housekeeping)):
             timer = LoopingCall(step)
             timer.start(interval, now=False)
             self._timers.append(timer)
 
     def close(self, reason: str) -> None:
+        self._closed = True
         for timer in self._timers:
             if timer.running:
                 timer.stop()
@@ -157,6 +163,7 @@ class FrontierScheduler(BaseScheduler):
         level = self.levels.level(request.meta.get("depth", 0), request.priority)
         added = self.frontier.add([Entry(fp, host, level, data)], force=request.dont_filter)[0]
         self.crawler.stats.inc_value("frontier/enqueued" if added else "frontier/dropped_seen")
+        self._key_new_hosts()
         return added
 
     def next_request(self) -> Request | None:
@@ -186,6 +193,38 @@ class FrontierScheduler(BaseScheduler):
             else:
                 self.frontier.ack(entry[1], entry[2])
         self._handed_out = still
+
+    # ---------------------------------------------------------------- per-IP politeness
+
+    def _key_new_hosts(self) -> None:
+        """With ``POLITENESS_PER_IP``, resolve each new host; it is held until then."""
+        names, self.frontier.new_hosts = self.frontier.new_hosts, []
+        for name in names:
+            try:
+                ipaddress.ip_address(name)
+            except ValueError:
+                if name not in self._resolving:
+                    self._resolving.add(name)
+                    from twisted.internet import reactor  # the crawl's reactor, its resolver
+
+                    d = reactor.resolve(name)
+                    d.addCallbacks(self._resolved, self._unresolved, (name,), None, (name,))
+            else:
+                self.frontier.set_politeness_key(name, name)
+
+    def _resolved(self, address: str, name: str) -> None:
+        self._resolving.discard(name)
+        if not self._closed:
+            self.frontier.set_politeness_key(name, address)
+            self._wake_engine_in(0)
+
+    def _unresolved(self, failure: Any, name: str) -> None:
+        # The fetch will fail with the DNS error and be counted; politeness by name.
+        self._resolving.discard(name)
+        logger.debug("Could not resolve %s: %s", name, failure.getErrorMessage())
+        if not self._closed:
+            self.frontier.set_politeness_key(name, name)
+            self._wake_engine_in(0)
 
     def _wake_engine_in(self, seconds: float) -> None:
         """Ask the engine for requests again when the next host falls due."""

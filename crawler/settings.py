@@ -85,6 +85,9 @@ POLITENESS_DELAY_FACTOR = 10.0
 POLITENESS_MAX_DELAY = 30.0
 # Cap of the 429/503 backoff, Retry-After included.
 POLITENESS_BACKOFF_MAX = 3600.0
+# Hosts that resolve to one IP address share one politeness key (one fetch at a
+# time, one gap), as many virtual hosts share one server.
+POLITENESS_PER_IP = False
 # Fetches per host in a crawl (0: no limit).
 HOST_PAGE_BUDGET = 0
 # Front queues: request depth (shifted by priority) picks one of these levels.

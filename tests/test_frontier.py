@@ -170,3 +170,20 @@ def test_state_survives_a_crash_and_leases_are_requeued(make_frontier, tmp_path)
         finish(again, c, now)
         now += 2
     assert leased.fp in fps and done.fp not in fps and len(fps) == 2
+
+
+def test_hosts_with_one_politeness_key_share_one_fetch_and_one_gap(make_frontier):
+    f = make_frontier(hold_new_hosts=True)
+    f.add([entry("http://a.test/1"), entry("http://b.test/1"), entry("http://c.test/1")])
+    assert sorted(f.new_hosts) == ["a.test", "b.test", "c.test"]
+    assert f.next(0.0) is None  # held until their keys are known
+    f.set_politeness_key("a.test", "10.0.0.1")
+    f.set_politeness_key("b.test", "10.0.0.1")
+    f.set_politeness_key("c.test", "10.0.0.2")
+    first, second = claim(f, 0.0), claim(f, 0.0)
+    assert {first.host, second.host} in ({"a.test", "c.test"}, {"b.test", "c.test"})
+    assert f.next(0.0) is None  # the other host on 10.0.0.1 waits for the fetch in flight
+    shared = first if first.host != "c.test" else second
+    assert f.fetched(shared.fp, shared.token, 1.0, 0.01, 200) == 1.0
+    assert f.next(1.5) == pytest.approx(0.5)  # and for the gap after it
+    assert claim(f, 2.0).host in {"a.test", "b.test"} - {shared.host}

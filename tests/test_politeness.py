@@ -35,6 +35,24 @@ def test_fetches_to_a_host_never_overlap_nor_come_closer_than_the_policy(crawl, 
     assert len(result.records) == 36
 
 
+def test_hosts_on_one_ip_share_politeness_with_per_ip_on(crawl, tmp_path):
+    sites = [Site("a.test", pages=8, latency=0.02, address="127.0.0.2"),
+             Site("b.test", pages=8, latency=0.02, address="127.0.0.2"),
+             Site("c.test", pages=8, latency=0.02, address="127.0.0.3")]
+    with TestWeb(sites) as web:
+        result = crawl(web, tmp_path, "seeds=" + ",".join(web.url(s.host) for s in sites),
+                       POLITENESS_PER_IP=True, POLITENESS_MIN_DELAY=0.1, POLITENESS_DELAY_FACTOR=0,
+                       **POLITE)
+        assert result.returncode == 0, result.log[-3000:]
+        shared = sorted(web.hits("a.test") + web.hits("b.test"), key=lambda r: r.start)
+        alone = web.hits("c.test")
+    assert len(result.records) == 24
+    for before, after in itertools.pairwise(shared):
+        assert after.start - before.end >= 0.1 - 0.005
+    # c.test, on its own address, was fetched while the other two waited for each other.
+    assert min(r.start for r in alone) < shared[2].start
+
+
 def test_a_slow_host_is_spaced_ten_times_its_fetch_time(crawl, tmp_path):
     with TestWeb([Site("slow.test", pages=4, fanout=3, latency=0.12)]) as web:
         result = crawl(web, tmp_path, "seeds=" + web.url("slow.test"),

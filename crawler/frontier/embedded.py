@@ -75,15 +75,26 @@ class Claim:
 
 
 @dataclass
+class _Group:
+    """A politeness key: one host, or every host on one IP address. At most one
+    fetch in flight per group, and the policy's gap between its fetches."""
+
+    key: str
+    times: HostTimes
+    next_allowed: float = 0.0
+    busy: bool = False  # a fetch is in flight
+    members: set[str] = field(default_factory=set)
+
+
+@dataclass
 class _Host:
     id: int
     name: str
-    times: HostTimes
-    next_allowed: float = 0.0
+    group: _Group
     fetched: int = 0
     queued: list[int] = field(default_factory=list)  # per level
     credit: list[int] = field(default_factory=list)  # weighted round robin state
-    busy: bool = False  # a fetch is in flight
+    held: bool = False  # not to be fetched yet (its politeness key is not known)
     in_heap: bool = False
 
 
@@ -100,6 +111,9 @@ class EmbeddedFrontier:
 
     ``add``/``next``/``fetched``/``ack``/``reap`` keep the contract in DESIGN.md:
     a host is never leased twice at once, and after a fetch it waits the policy's gap.
+    With ``hold_new_hosts`` a host is not fetched until ``set_politeness_key`` gives
+    its key (per-IP politeness: the caller resolves it first); ``new_hosts`` lists
+    the hosts that need one.
     """
 
     def __init__(
@@ -110,6 +124,7 @@ class EmbeddedFrontier:
         budget: HostBudget | None = None,
         lease_seconds: float = 600.0,
         cache_kib: int = 65536,
+        hold_new_hosts: bool = False,
     ) -> None:
         self.policy = policy or PolitenessPolicy()
         self.levels = levels or PriorityLevels()
@@ -123,7 +138,10 @@ class EmbeddedFrontier:
             f"PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-{cache_kib};"
         )
         self.db.executescript(_SCHEMA)
+        self.hold_new_hosts = hold_new_hosts
+        self.new_hosts: list[str] = []  # hosts first seen since the caller last emptied this
         self._hosts: dict[str, _Host] = {}
+        self._groups: dict[str, _Group] = {}
         self._heap: list[tuple[float, str]] = []
         self._leases: dict[int, _Lease] = {}
         self._tokens = itertools.count(1)
@@ -144,7 +162,7 @@ class EmbeddedFrontier:
             "SELECT id, name, next_allowed, backoff, last_gap, fetched FROM hosts"
         ):
             host = self._new_host(hid, name, HostTimes(backoff=backoff, last_gap=last_gap))
-            host.next_allowed, host.fetched = next_allowed, fetched
+            host.group.next_allowed, host.fetched = next_allowed, fetched
         names = {h.id: h for h in self._hosts.values()}
         for hid, level, count in self.db.execute(
             "SELECT host_id, level, count(*) FROM urls WHERE state = 0 GROUP BY host_id, level"
@@ -158,8 +176,14 @@ class EmbeddedFrontier:
 
     def _new_host(self, hid: int, name: str, times: HostTimes) -> _Host:
         n = self.levels.levels
-        host = _Host(hid, name, times, queued=[0] * n, credit=[0] * n)
+        group = self._groups.get(name)  # an IP literal may join its address's group
+        if group is None:
+            group = self._groups[name] = _Group(name, times)
+        group.members.add(name)
+        host = _Host(hid, name, group, queued=[0] * n, credit=[0] * n, held=self.hold_new_hosts)
         self._hosts[name] = host
+        if self.hold_new_hosts:
+            self.new_hosts.append(name)
         return host
 
     def _host(self, name: str) -> _Host:
@@ -170,14 +194,37 @@ class EmbeddedFrontier:
         return host
 
     def _schedule(self, host: _Host) -> None:
-        """Put ``host`` in the heap if it can be fetched from, at its allowed time."""
-        if host.busy or host.in_heap or not any(host.queued):
+        """Put ``host`` in the heap if it can be fetched from, at its group's allowed time."""
+        if host.held or host.group.busy or host.in_heap or not any(host.queued):
             return
         if self.budget.exhausted(host.fetched):
             self._drop_queued(host)
             return
         host.in_heap = True
-        heapq.heappush(self._heap, (host.next_allowed, host.name))
+        heapq.heappush(self._heap, (host.group.next_allowed, host.name))
+
+    def _release(self, group: _Group) -> None:
+        """The group's fetch is over: its hosts may be scheduled again."""
+        group.busy = False
+        for name in group.members:
+            self._schedule(self._hosts[name])
+
+    def set_politeness_key(self, name: str, key: str) -> None:
+        """Put host ``name`` under politeness key ``key`` (e.g. its IP address) and let
+        it be fetched. Hosts with one key share one fetch at a time and one gap."""
+        host = self._host(name)
+        old = host.group
+        if old.key != key:
+            group = self._groups.get(key)
+            if group is None:
+                group = self._groups[key] = _Group(key, old.times, old.next_allowed)
+            old.members.discard(name)
+            group.members.add(name)
+            host.group = group
+            if old.busy and not old.members:
+                group.busy = True  # the fetch in flight now counts against the new key
+        host.held = False
+        self._schedule(host)
 
     def _drop_queued(self, host: _Host) -> None:
         """A host over its page budget: its queued URLs are dropped (kept as seen)."""
@@ -247,8 +294,9 @@ class EmbeddedFrontier:
         host.queued[row[0]] += 1
         self.queued += 1
         if lease.fetching:
-            host.busy = False
-        self._schedule(host)
+            self._release(host.group)
+        else:
+            self._schedule(host)
         return True
 
     def next(self, now: float) -> Claim | float | None:
@@ -262,7 +310,10 @@ class EmbeddedFrontier:
                 return allowed - now
             heapq.heappop(heap)
             host.in_heap = False
-            if host.busy or not any(host.queued):
+            if host.held or host.group.busy or not any(host.queued):
+                continue
+            if host.group.next_allowed > allowed:  # another host of its group fetched since
+                self._schedule(host)
                 continue
             return self._lease(host, now)
         return None
@@ -276,7 +327,7 @@ class EmbeddedFrontier:
         self.db.execute("UPDATE urls SET state = ? WHERE fp = ?", (LEASED, fp))
         host.queued[level] -= 1
         self.queued -= 1
-        host.busy = True
+        host.group.busy = True
         host.fetched += 1
         token = next(self._tokens)
         ufp = fp % (1 << 64)
@@ -294,18 +345,18 @@ class EmbeddedFrontier:
             return None
         lease.fetching = False
         host = self._hosts[lease.host]
-        was_backing_off = host.times.backoff > 0
-        gap = self.policy.after_fetch(host.times, fetch_seconds, status, retry_after)
-        if host.times.backoff and not was_backing_off:
+        group = host.group
+        was_backing_off = group.times.backoff > 0
+        gap = self.policy.after_fetch(group.times, fetch_seconds, status, retry_after)
+        if group.times.backoff and not was_backing_off:
             self._count("backoffs")
             logger.info("Host %s answered %s: backing off %.1f s", host.name, status or "no response", gap)
-        host.next_allowed = now + gap
-        host.busy = False
+        group.next_allowed = now + gap
         self.db.execute(
             "UPDATE hosts SET next_allowed = ?, backoff = ?, last_gap = ?, fetched = ? WHERE id = ?",
-            (host.next_allowed, host.times.backoff, host.times.last_gap, host.fetched, host.id),
+            (group.next_allowed, group.times.backoff, group.times.last_gap, host.fetched, host.id),
         )
-        self._schedule(host)
+        self._release(group)
         return gap
 
     def ack(self, fp: int, token: int) -> bool:
@@ -316,9 +367,7 @@ class EmbeddedFrontier:
         del self._leases[fp]
         self.db.execute("UPDATE urls SET state = ?, request = NULL WHERE fp = ?", (DONE, _signed(fp)))
         if lease.fetching:  # never reached the network (e.g. refused by a middleware)
-            host = self._hosts[lease.host]
-            host.busy = False
-            self._schedule(host)
+            self._release(self._hosts[lease.host].group)
         return True
 
     def reap(self, now: float) -> int:
@@ -349,9 +398,10 @@ class EmbeddedFrontier:
         active = [h for h in self._hosts.values() if any(h.queued)]
         return {
             "hosts/active": len(active),
-            "hosts/waiting": sum(1 for h in active if not h.busy and h.next_allowed > now),
-            "hosts/busy": sum(1 for h in self._hosts.values() if h.busy),
-            "hosts/backing_off": sum(1 for h in active if h.times.backoff),
+            "hosts/waiting": sum(1 for h in active if not h.group.busy and h.group.next_allowed > now),
+            "hosts/held": sum(1 for h in active if h.held),
+            "fetching": sum(1 for lease in self._leases.values() if lease.fetching),
+            "hosts/backing_off": sum(1 for h in active if h.group.times.backoff),
             "queued": self.queued,
             "leased": self.leased,
         }
