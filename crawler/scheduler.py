@@ -162,7 +162,8 @@ class FrontierScheduler(BaseScheduler):
         host = urlparse_cached(request).hostname or ""
         level = self.levels.level(request.meta.get("depth", 0), request.priority)
         added = self.frontier.add([Entry(fp, host, level, data)], force=request.dont_filter)[0]
-        self.crawler.stats.inc_value("frontier/enqueued" if added else "frontier/dropped_seen")
+        if added:
+            self.crawler.stats.inc_value("frontier/enqueued")
         self._key_new_hosts()
         return added
 
