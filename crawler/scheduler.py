@@ -15,6 +15,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.task import LoopingCall
 
 from crawler import settings as defaults
+from crawler import signals as crawler_signals
 from crawler.frontier.codec import request_from_json, request_to_json
 from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels, parse_retry_after
@@ -68,6 +69,8 @@ class FrontierScheduler(BaseScheduler):
         crawler.signals.connect(self._reached_downloader, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
+        crawler.signals.connect(self._crawl_delay, signal=crawler_signals.robots_crawl_delay)
+        crawler.signals.connect(self._host_unavailable, signal=crawler_signals.host_unavailable)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
@@ -194,6 +197,15 @@ class FrontierScheduler(BaseScheduler):
             else:
                 self.frontier.ack(entry[1], entry[2])
         self._handed_out = still
+
+    # ---------------------------------------------------------------- robots.txt
+
+    def _crawl_delay(self, host: str, delay: float) -> None:
+        self.frontier.set_crawl_delay(host, delay)
+
+    def _host_unavailable(self, host: str, until: float) -> bool:
+        """Hold the host's URLs until ``until``; True: its requests may come back to us."""
+        return self.frontier.defer(host, until)
 
     # ---------------------------------------------------------------- per-IP politeness
 

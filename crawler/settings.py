@@ -66,6 +66,8 @@ STORE_ROLL_BYTES = 100 * 1024 * 1024
 STORE_COMPRESSION_LEVEL = 6
 
 DOWNLOADER_MIDDLEWARES = {
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "crawler.middlewares.robots.RobotsMiddleware": 100,
     "crawler.middlewares.content.HtmlOnlyMiddleware": 650,
 }
 ITEM_PIPELINES = {
@@ -75,6 +77,20 @@ ITEM_PIPELINES = {
 
 LOG_LEVEL = "INFO"
 FEED_EXPORT_ENCODING = "utf-8"
+
+# --- robots.txt (RFC 9309), on with ROBOTSTXT_OBEY ------------------------------
+# Product token matched against robots.txt groups; empty: taken from USER_AGENT.
+ROBOTSTXT_USER_AGENT = ""
+# RFC 9309 2.4: a cached robots.txt is not used for more than 24 hours.
+ROBOTSTXT_CACHE_TTL = 86400.0
+# An unreachable robots.txt (5xx, 429, no answer) disallows the host and is fetched
+# again after this delay, doubling per consecutive failure (up to the TTL).
+ROBOTSTXT_RETRY_DELAY = 60.0
+# Requests wait for that many failed attempts in a row, then are dropped as forbidden.
+ROBOTSTXT_RETRY_TIMES = 4
+# Honour Crawl-delay as a floor on a host's gap, up to this many seconds.
+ROBOTSTXT_CRAWL_DELAY = True
+ROBOTSTXT_CRAWL_DELAY_MAX = 60.0
 
 # --- Frontier: politeness policy ------------------------------------------------
 # Gap after a fetch = max(min(MAX, max(MIN, FACTOR x fetch time)), Crawl-delay, backoff).

@@ -71,6 +71,8 @@ DEFAULT_DROP_PARAMS = r"utm_[a-z]+"
 ADDRESSES_ENV = "TESTWEB_ADDRESSES"
 #: Names the server maps to the first site besides that site's own host.
 DEFAULT_VHOST_NAMES = frozenset({"127.0.0.1", "localhost"})
+#: A status that answers nothing: the server resets the connection (TCP RST).
+RESET = 0
 #: First month of the calendar trap.
 CALENDAR_START = (2024, 1)
 #: Default number of consecutive trap hops :meth:`TestWeb.reachable` follows.
@@ -145,6 +147,7 @@ class Site:
     redirects: dict[str, str] = field(default_factory=dict)
     robots_txt: str | None = None
     robots_status: int | None = None
+    path_latency: dict[str, float] = field(default_factory=dict)  # extra sleep per path
     mirror_of: str | None = None
     calendar_trap: bool = False
     session_trap: bool = False
@@ -211,6 +214,15 @@ def canonical(url: str, drop_params: str = DEFAULT_DROP_PARAMS) -> str:
 
 def _netloc(host: str, port: int) -> str:
     return host if port == 80 else f"{host}:{port}"
+
+
+def _robots_answer(site: Site) -> _Answer:
+    """``/robots.txt`` as the site's ``robots_txt`` and ``robots_status`` say."""
+    text = site.robots_txt
+    status = site.robots_status or (404 if text is None else 200)
+    if text is None and status != 200:
+        return _error(status, "No robots.txt")
+    return _Answer(status, {"Content-Type": "text/plain; charset=utf-8"}, body=(text or "").encode())
 
 
 def _status_pair(spec: StatusSpec) -> tuple[int, dict[str, str]]:
@@ -440,8 +452,8 @@ class _Handler(BaseHTTPRequestHandler):
         path, _, query = target.partition("?")
         path = path.partition("#")[0] or "/"
         site = web.site_for(host) if host else web.sites[0]
-        if site is not None and site.latency > 0:
-            time.sleep(site.latency)
+        if site is not None and site.latency + site.path_latency.get(path, 0.0) > 0:
+            time.sleep(site.latency + site.path_latency.get(path, 0.0))
         try:
             answer = web._answer(site, path, query, stateful=True)
             body = web._render(answer)
@@ -472,12 +484,16 @@ class _Handler(BaseHTTPRequestHandler):
             web._writing(-1)
 
     def _write(self, answer: _Answer, body: bytes, head: bool) -> tuple[float, int, bool]:
-        """Send ``answer`` (one write for small responses).
+        """Send ``answer`` (one write for small responses); status 0 resets the connection.
 
         Returns the end time, taken just before the last write (so a client that waits
         for the whole response always starts its next request after it), the body bytes
         handed to the socket and whether the client went away.
         """
+        if answer.status == RESET:
+            self.close_connection = True
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return time.monotonic(), 0, True
         phrase = self.responses.get(answer.status, ("",))[0]
         lines = [
             f"{self.protocol_version} {answer.status} {phrase}",
@@ -772,14 +788,10 @@ class TestWeb:
         """What the web answers for ``path``/``query`` on ``site`` (None: unknown host)."""
         if site is None:
             return _error(404, "Unknown host")
-        if path == "/robots.txt":
-            text = site.robots_txt
-            status = site.robots_status or (404 if text is None else 200)
-            if text is None and status != 200:
-                return _error(status, "No robots.txt")
-            return _Answer(
-                status, {"Content-Type": "text/plain; charset=utf-8"}, body=(text or "").encode()
-            )
+        if path == "/robots.txt" and not (
+            path in site.statuses or path in site.redirects or path in site.status_sequences
+        ):
+            return _robots_answer(site)
         if stateful and path in site.status_sequences:
             with self._sequence_lock:
                 key = (site.host, path)
@@ -810,6 +822,8 @@ class TestWeb:
         return answer
 
     def _content_answer(self, site: Site, path: str, query: str) -> _Answer:
+        if path == "/robots.txt":  # after its status sequence, robots.txt is itself again
+            return _robots_answer(site)
         cs = self._content[site.host]
         page = self._page(cs, path, query)
         if page is not None:

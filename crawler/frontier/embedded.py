@@ -238,6 +238,18 @@ class EmbeddedFrontier:
         logger.info("Host %s reached its budget of %d pages: %d URLs dropped", host.name,
                     self.budget.pages, dropped)
 
+    def defer(self, name: str, until: float) -> bool:
+        """Fetch nothing from host ``name``'s politeness key before ``until``."""
+        host = self._hosts.get(name)
+        if host is None:
+            return False
+        host.group.next_allowed = max(host.group.next_allowed, until)
+        return True
+
+    def set_crawl_delay(self, name: str, delay: float) -> None:
+        """robots.txt's Crawl-delay for host ``name``: a floor on its key's gap."""
+        self._host(name).group.times.crawl_delay = delay
+
     def _count(self, key: str, n: int = 1) -> None:
         self.counters[key] = self.counters.get(key, 0) + n
 

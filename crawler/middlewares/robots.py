@@ -1,0 +1,228 @@
+"""robots.txt under RFC 9309, fetched once per host before anything else on it."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin
+
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet.defer import Deferred
+
+from crawler import settings as defaults
+from crawler import signals as crawler_signals
+from crawler.robots import ROBOTS_MAX_BYTES, RobotsRules, product_token
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2: follow at least five consecutive redirects
+_ROBOTS = "robots_fetch"  # request.meta: marks our own robots.txt requests
+
+
+@dataclass
+class RobotsEntry:
+    """A host's robots.txt as last fetched, and when to fetch it again."""
+
+    rules: RobotsRules
+    status_class: str  # "2xx", "4xx", "5xx", "unreachable", "redirects"
+    expires: float
+    failures: int = 0  # consecutive unreachable fetches
+
+
+@dataclass(frozen=True)
+class RobotsCachePolicy:
+    """How long a robots.txt answer holds (RFC 9309 2.4), no I/O.
+
+    A 2xx or 4xx answer holds ``ttl`` seconds. An unreachable one (5xx, 429, no
+    response) means complete disallow and is retried after ``retry`` seconds,
+    doubling per consecutive failure up to ``ttl``; if an earlier good copy is
+    cached, that copy keeps applying meanwhile (2.4: "unless ... unreachable").
+    """
+
+    ttl: float = defaults.ROBOTSTXT_CACHE_TTL
+    retry: float = defaults.ROBOTSTXT_RETRY_DELAY
+
+    def after_fetch(self, previous: RobotsEntry | None, rules: RobotsRules | None, status_class: str,
+                    now: float) -> RobotsEntry:
+        """The entry after a fetch; ``rules`` None means unreachable."""
+        if rules is not None:
+            return RobotsEntry(rules, status_class, now + self.ttl)
+        failures = (previous.failures if previous else 0) + 1
+        wait = min(self.ttl, self.retry * 2 ** (failures - 1))
+        if previous is not None and previous.rules.kind != "disallow_all":
+            return RobotsEntry(previous.rules, previous.status_class, now + wait, failures)
+        return RobotsEntry(RobotsRules.disallow_all(), status_class, now + wait, failures)
+
+
+def _status_class(status: int) -> str:
+    return f"{status // 100}xx"
+
+
+class RobotsMiddleware:
+    """Downloader middleware obeying robots.txt as RFC 9309 says (``ROBOTSTXT_OBEY``).
+
+    Replaces Scrapy's RobotsTxtMiddleware, which parses a 5xx error page as rules,
+    never refreshes, reads any size, ignores Crawl-delay and lets requests through
+    while robots.txt is still being fetched. Here:
+
+    - every request waits for its host's robots.txt; concurrent requests to a new
+      host share one fetch; the rules are checked right before each fetch;
+    - 2xx: parsed (first ``ROBOTS_MAX_BYTES``, the download is stopped there);
+      3xx: up to 5 redirects followed, across hosts, applied to the original host
+      (more: unavailable); 4xx: unavailable, all allowed; 5xx, 429, timeout or
+      connection failure: unreachable, all disallowed, fetched again with backoff;
+    - answers expire after ``ROBOTSTXT_CACHE_TTL`` (24 h);
+    - the group is chosen by the exact product token ``ROBOTSTXT_USER_AGENT``
+      (default: from ``USER_AGENT``);
+    - Crawl-delay (capped at ``ROBOTSTXT_CRAWL_DELAY_MAX``, off with
+      ``ROBOTSTXT_CRAWL_DELAY = False``) is sent to the frontier as a floor on the
+      host's gap (signal ``crawler.signals.robots_crawl_delay``).
+
+    A request refused by the rules is dropped (``IgnoreRequest``), counted in
+    ``robotstxt/forbidden`` and ``robotstxt/forbidden/<status class>``. A request to
+    an unreachable host goes back to the frontier to wait for the next robots.txt
+    attempt when a frontier listens to ``crawler.signals.host_unavailable``, for up
+    to ``ROBOTSTXT_RETRY_TIMES`` failed attempts in a row; otherwise, or after that,
+    it is dropped as forbidden.
+    """
+
+    def __init__(self, crawler: Crawler, token: str, policy: RobotsCachePolicy,
+                 crawl_delay_max: float | None, retry_times: int = defaults.ROBOTSTXT_RETRY_TIMES,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.crawler = crawler
+        self.token = token
+        self.policy = policy
+        self.retry_times = retry_times
+        self.crawl_delay_max = crawl_delay_max
+        self.clock = clock
+        self._entries: dict[str, RobotsEntry] = {}
+        self._waiting: dict[str, list[Deferred]] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
+        s = crawler.settings
+        if not s.getbool("ROBOTSTXT_OBEY"):
+            raise NotConfigured
+        token = product_token(s.get("ROBOTSTXT_USER_AGENT") or s.get("USER_AGENT") or "")
+        if not token:
+            raise NotConfigured("ROBOTSTXT_USER_AGENT (or USER_AGENT) gives no product token")
+        honour = s.getbool("ROBOTSTXT_CRAWL_DELAY", defaults.ROBOTSTXT_CRAWL_DELAY)
+        middleware = cls(
+            crawler,
+            token,
+            RobotsCachePolicy(
+                ttl=s.getfloat("ROBOTSTXT_CACHE_TTL", defaults.ROBOTSTXT_CACHE_TTL),
+                retry=s.getfloat("ROBOTSTXT_RETRY_DELAY", defaults.ROBOTSTXT_RETRY_DELAY),
+            ),
+            s.getfloat("ROBOTSTXT_CRAWL_DELAY_MAX", defaults.ROBOTSTXT_CRAWL_DELAY_MAX) if honour else None,
+            s.getint("ROBOTSTXT_RETRY_TIMES", defaults.ROBOTSTXT_RETRY_TIMES),
+        )
+        crawler.signals.connect(middleware._bytes_received, signal=signals.bytes_received)
+        return middleware
+
+    @property
+    def stats(self) -> StatsCollector:
+        return self.crawler.stats
+
+    # ---------------------------------------------------------------- per request
+
+    async def process_request(self, request: Request) -> Request | None:
+        if request.meta.get("dont_obey_robotstxt"):
+            return None
+        parts = urlparse_cached(request)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return None
+        origin = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+        entry = await self._entry(origin)
+        if entry.rules.allowed(request.url):
+            return None
+        if entry.rules.kind == "disallow_all" and entry.failures <= self.retry_times:
+            results = self.crawler.signals.send_catch_log(
+                crawler_signals.host_unavailable, host=parts.hostname, until=entry.expires
+            )
+            if any(result is True for _, result in results):
+                self.stats.inc_value("robotstxt/deferred")
+                return request.replace(dont_filter=True)
+        self.stats.inc_value("robotstxt/forbidden")
+        self.stats.inc_value(f"robotstxt/forbidden/{entry.status_class}")
+        raise IgnoreRequest(f"Forbidden by robots.txt ({entry.status_class}): {request.url}")
+
+    async def _entry(self, origin: str) -> RobotsEntry:
+        """The host's current robots entry, fetching it once for all waiting requests."""
+        entry = self._entries.get(origin)
+        if entry is not None and entry.expires > self.clock():
+            return entry
+        if origin in self._waiting:
+            waiter: Deferred[RobotsEntry] = Deferred()
+            self._waiting[origin].append(waiter)
+            return await maybe_deferred_to_future(waiter)
+        self._waiting[origin] = []
+        try:
+            rules, status_class = await self._fetch(origin)
+        except Exception:  # a bug must not leave the waiting requests hanging
+            logger.exception("robots.txt of %s: fetch failed", origin)
+            rules, status_class = None, "unreachable"
+        entry = self.policy.after_fetch(entry, rules, status_class, self.clock())
+        self._entries[origin] = entry
+        self._announce(origin, entry, rules)
+        for waiter in self._waiting.pop(origin):
+            waiter.callback(entry)
+        return entry
+
+    def _announce(self, origin: str, entry: RobotsEntry, rules: RobotsRules | None) -> None:
+        self.stats.inc_value(f"robotstxt/fetched/{entry.status_class}")
+        if rules is None:
+            logger.info("robots.txt of %s unreachable (%s): host disallowed, next attempt in %.0f s",
+                        origin, entry.status_class, entry.expires - self.clock())
+            return
+        if self.crawl_delay_max is not None and rules.crawl_delay:
+            delay = min(rules.crawl_delay, self.crawl_delay_max)
+            host = origin.split("://", 1)[1].rsplit(":", 1)[0]
+            self.crawler.signals.send_catch_log(crawler_signals.robots_crawl_delay, host=host, delay=delay)
+
+    async def _fetch(self, origin: str) -> tuple[RobotsRules | None, str]:
+        """(rules, status class) of ``origin``'s robots.txt; rules None when unreachable."""
+        url = origin + "/robots.txt"
+        for _ in range(MAX_REDIRECTS + 1):
+            request = Request(url, priority=1000, dont_filter=True, meta={
+                _ROBOTS: 0, "dont_obey_robotstxt": True, "dont_redirect": True, "dont_retry": True,
+                "handle_httpstatus_all": True, "download_maxsize": 0,
+            })
+            try:
+                response: Response = await self.crawler.engine.download_async(request)
+            except Exception as error:  # timeout, refused, reset, DNS: unreachable
+                logger.debug("robots.txt %s: %r", url, error)
+                return None, "unreachable"
+            status = response.status
+            if 300 <= status < 400 and b"Location" in response.headers:
+                url = urljoin(url, response.headers[b"Location"].decode("latin-1"))
+                continue
+            if 200 <= status < 300:
+                return RobotsRules.parse(response.body, self.token), "2xx"
+            if 400 <= status < 500 and status != 429:
+                return RobotsRules.allow_all(), "4xx"
+            return None, _status_class(status)  # 5xx, 429, odd codes: unreachable
+        return RobotsRules.allow_all(), "redirects"  # more than 5: unavailable (2.3.1.2)
+
+    def _bytes_received(self, data: bytes, request: Request) -> None:
+        """Stop a robots.txt download at ROBOTS_MAX_BYTES: a 1 GB file is not read."""
+        received = request.meta.get(_ROBOTS)
+        if received is None:
+            return
+        received += len(data)
+        request.meta[_ROBOTS] = received
+        if received > ROBOTS_MAX_BYTES:  # past the limit: parse knows the last line was cut
+            self.stats.inc_value("robotstxt/truncated")
+            raise StopDownload(fail=False)
+

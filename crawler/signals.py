@@ -1,0 +1,11 @@
+"""Signals between the crawler's components (Scrapy signals: send with
+``crawler.signals.send_catch_log``, connect with ``crawler.signals.connect``)."""
+
+#: robots.txt asks for a Crawl-delay: ``host`` (name), ``delay`` (seconds, already capped).
+#: The frontier takes it as a floor on the host's gap.
+robots_crawl_delay = object()
+
+#: A host may not be fetched before ``until`` (Unix time), e.g. its robots.txt is
+#: unreachable. A receiver that will hold the host's requests until then returns True;
+#: the sender then hands the request back instead of dropping it.
+host_unavailable = object()
