@@ -26,5 +26,6 @@ class Page:
     etag: str | None = None
     last_modified: str | None = None
     links: int = 0  # links found on the page, followed or not
+    sitemap_lastmod: str | None = None  # <lastmod> of the sitemap entry that led here
     content_sha256: str | None = None
     stored: dict | None = None

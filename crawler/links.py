@@ -112,12 +112,14 @@ class LinkFollower:
             if key is None or key in keys:
                 continue
             keys.add(key)
-            url = self._accept(key)
+            url = self.accept(key)
             if url is not None:
                 found.append(url)
         return found
 
-    def _accept(self, key: str) -> str | None:
+    def accept(self, key: str) -> str | None:
+        """An absolute URL (a link's key, or a sitemap's URL): its normal form if new,
+        in scope and trap-free, else None."""
         url = self._normalize(key)
         if url is None:
             self.stats.inc_value("links/dropped/not_http")

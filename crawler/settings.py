@@ -91,6 +91,9 @@ ROBOTSTXT_RETRY_TIMES = 4
 # Honour Crawl-delay as a floor on a host's gap, up to this many seconds.
 ROBOTSTXT_CRAWL_DELAY = True
 ROBOTSTXT_CRAWL_DELAY_MAX = 60.0
+# Follow the Sitemap: lines of robots.txt (indexes and gzip too); each URL keeps its
+# <lastmod> in the request meta and the page record.
+SITEMAP_FOLLOW = False
 
 # --- Frontier: politeness policy ------------------------------------------------
 # Gap after a fetch = max(min(MAX, max(MIN, FACTOR x fetch time)), Crawl-delay, backoff).

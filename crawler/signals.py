@@ -9,3 +9,7 @@ robots_crawl_delay = object()
 #: unreachable. A receiver that will hold the host's requests until then returns True;
 #: the sender then hands the request back instead of dropping it.
 host_unavailable = object()
+
+#: robots.txt lists sitemaps: ``sitemaps`` (URLs, in file order), ``robots_url``.
+#: Sent with ``SITEMAP_FOLLOW``; the ``web`` spider schedules the in-scope ones.
+sitemaps_found = object()

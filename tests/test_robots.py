@@ -183,3 +183,42 @@ def test_unreachable_refresh_keeps_the_cached_copy():
     assert refreshed.expires == 86400 + 60
     assert not refreshed.rules.allowed("http://r.test/p/2.html")
     assert refreshed.rules.allowed("http://r.test/p/3.html")
+
+
+def test_sitemap_index_with_gzip_children_feeds_the_frontier(crawl, tmp_path):
+    import gzip
+
+    site = Site("r.test", pages=3, unlinked_pages=3)
+    with TestWeb([site, Site("other.test", pages=1)]) as web:
+        def urlset(urls: list[tuple[str, str]]) -> bytes:
+            entries = "".join(f"<url><loc>{u}</loc><lastmod>{m}</lastmod></url>" for u, m in urls)
+            return (f'<?xml version="1.0" encoding="UTF-8"?><urlset '
+                    f'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>').encode()
+
+        index = ('<?xml version="1.0" encoding="UTF-8"?><sitemapindex '
+                 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                 f"<sitemap><loc>{web.url('r.test', '/sm1.xml.gz')}</loc></sitemap>"
+                 f"<sitemap><loc>{web.url('r.test', '/sm2.xml.gz')}</loc></sitemap>"
+                 "</sitemapindex>").encode()
+        sitemap_line = f"Sitemap: {web.url('r.test', '/index.xml')}\n"
+        site.robots_txt = "User-agent: *\nDisallow: /hidden/2.html\n" + sitemap_line
+        site.files = {
+            "/index.xml": ("application/xml", index),
+            "/sm1.xml.gz": ("application/gzip", gzip.compress(urlset([
+                (web.url("r.test", "/hidden/0.html"), "2026-11-01"),
+                (web.url("other.test", "/"), "2026-11-02")]))),
+            "/sm2.xml.gz": ("application/gzip", gzip.compress(urlset([
+                (web.url("r.test", "/hidden/1.html"), "2026-11-03"),
+                (web.url("r.test", "/hidden/2.html"), "2026-11-04")]))),
+        }
+        result = crawl(web, tmp_path, "seeds=" + web.url("r.test"), SITEMAP_FOLLOW=True, **BOT)
+        fetched = {r.path for r in web.hits("r.test")}
+        other = web.hits("other.test")
+    assert result.returncode == 0, result.log[-3000:]
+    assert {"/index.xml", "/sm1.xml.gz", "/sm2.xml.gz", "/hidden/0.html", "/hidden/1.html"} <= fetched
+    assert "/hidden/2.html" not in fetched  # still obeys robots.txt
+    assert other == []  # out of scope
+    lastmod = {r["url"].rsplit("/", 1)[1]: r["sitemap_lastmod"] for r in result.records}
+    assert lastmod["0.html"] == "2026-11-01" and lastmod["1.html"] == "2026-11-03"
+    assert result.stats["sitemap/urls"] == 3  # /hidden/2.html queued, then refused at fetch time
+    assert result.stats["robotstxt/forbidden/2xx"] == 1

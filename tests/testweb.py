@@ -148,6 +148,7 @@ class Site:
     robots_txt: str | None = None
     robots_status: int | None = None
     path_latency: dict[str, float] = field(default_factory=dict)  # extra sleep per path
+    files: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # path -> (type, body)
     mirror_of: str | None = None
     calendar_trap: bool = False
     session_trap: bool = False
@@ -824,6 +825,9 @@ class TestWeb:
     def _content_answer(self, site: Site, path: str, query: str) -> _Answer:
         if path == "/robots.txt":  # after its status sequence, robots.txt is itself again
             return _robots_answer(site)
+        if path in site.files:
+            content_type, body = site.files[path]
+            return _Answer(200, {"Content-Type": content_type}, body=body)
         cs = self._content[site.host]
         page = self._page(cs, path, query)
         if page is not None:

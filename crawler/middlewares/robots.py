@@ -87,7 +87,9 @@ class RobotsMiddleware:
       (default: from ``USER_AGENT``);
     - Crawl-delay (capped at ``ROBOTSTXT_CRAWL_DELAY_MAX``, off with
       ``ROBOTSTXT_CRAWL_DELAY = False``) is sent to the frontier as a floor on the
-      host's gap (signal ``crawler.signals.robots_crawl_delay``).
+      host's gap (signal ``crawler.signals.robots_crawl_delay``);
+    - with ``SITEMAP_FOLLOW``, the Sitemap lines are announced
+      (``crawler.signals.sitemaps_found``) for the spider to follow.
 
     A request refused by the rules is dropped (``IgnoreRequest``), counted in
     ``robotstxt/forbidden`` and ``robotstxt/forbidden/<status class>``. A request to
@@ -99,8 +101,9 @@ class RobotsMiddleware:
 
     def __init__(self, crawler: Crawler, token: str, policy: RobotsCachePolicy,
                  crawl_delay_max: float | None, retry_times: int = defaults.ROBOTSTXT_RETRY_TIMES,
-                 clock: Callable[[], float] = time.time) -> None:
+                 sitemap_follow: bool = False, clock: Callable[[], float] = time.time) -> None:
         self.crawler = crawler
+        self.sitemap_follow = sitemap_follow
         self.token = token
         self.policy = policy
         self.retry_times = retry_times
@@ -127,6 +130,7 @@ class RobotsMiddleware:
             ),
             s.getfloat("ROBOTSTXT_CRAWL_DELAY_MAX", defaults.ROBOTSTXT_CRAWL_DELAY_MAX) if honour else None,
             s.getint("ROBOTSTXT_RETRY_TIMES", defaults.ROBOTSTXT_RETRY_TIMES),
+            s.getbool("SITEMAP_FOLLOW", defaults.SITEMAP_FOLLOW),
         )
         crawler.signals.connect(middleware._bytes_received, signal=signals.bytes_received)
         return middleware
@@ -186,6 +190,10 @@ class RobotsMiddleware:
             logger.info("robots.txt of %s unreachable (%s): host disallowed, next attempt in %.0f s",
                         origin, entry.status_class, entry.expires - self.clock())
             return
+        if self.sitemap_follow and rules.sitemaps:
+            self.crawler.signals.send_catch_log(
+                crawler_signals.sitemaps_found, sitemaps=rules.sitemaps, robots_url=origin + "/robots.txt"
+            )
         if self.crawl_delay_max is not None and rules.crawl_delay:
             delay = min(rules.crawl_delay, self.crawl_delay_max)
             host = origin.split("://", 1)[1].rsplit(":", 1)[0]

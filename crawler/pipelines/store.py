@@ -32,6 +32,7 @@ def page_record(page: Page, html: dict, text: dict) -> dict:
         "etag": page.etag,
         "last_modified": page.last_modified,
         "links": page.links,
+        "sitemap_lastmod": page.sitemap_lastmod,
         "html": html,
         "text": text,
     }

@@ -11,9 +11,12 @@ import scrapy
 from lxml import etree
 from scrapy.exceptions import CloseSpider
 from scrapy.http import HtmlResponse
+from scrapy.utils.gz import gunzip
 from scrapy.utils.response import get_base_url
+from scrapy.utils.sitemap import Sitemap
 
 from crawler import settings as defaults
+from crawler import signals as crawler_signals
 from crawler.items import Page
 from crawler.links import SCOPES, LinkFollower, Scope
 from crawler.text import extract_text, extract_title
@@ -124,6 +127,8 @@ class WebSpider(scrapy.Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider._configure(crawler)
+        if crawler.settings.getbool("SITEMAP_FOLLOW", defaults.SITEMAP_FOLLOW):
+            crawler.signals.connect(spider.sitemaps_found, signal=crawler_signals.sitemaps_found)
         return spider
 
     def _configure(self, crawler: Crawler) -> None:
@@ -176,6 +181,43 @@ class WebSpider(scrapy.Spider):
         for url in self.links.new_links(get_base_url(response), hrefs):
             yield scrapy.Request(url, callback=self.parse)
 
+    def sitemaps_found(self, sitemaps: list[str], robots_url: str) -> None:
+        """Schedule the in-scope sitemaps a robots.txt lists (``SITEMAP_FOLLOW``)."""
+        for url in sitemaps:
+            accepted = self.links.accept(url)
+            if accepted:
+                self.crawler.engine.crawl(self._sitemap_request(accepted))
+
+    def _sitemap_request(self, url: str) -> scrapy.Request:
+        return scrapy.Request(url, callback=self.parse_sitemap, meta={"html_only": False})
+
+    def parse_sitemap(self, response: Response) -> Iterator[scrapy.Request]:
+        """Follow a sitemap index's sitemaps and a sitemap's page URLs, keeping <lastmod>."""
+        stats = self.crawler.stats
+        body = response.body
+        if body[:2] == b"\x1f\x8b":
+            try:
+                body = gunzip(body, max_size=self.crawler.settings.getint("DOWNLOAD_MAXSIZE"))
+            except (OSError, EOFError, ValueError):  # corrupt, or over DOWNLOAD_MAXSIZE
+                body = b""
+        try:
+            sitemap = Sitemap(body)
+        except (etree.XMLSyntaxError, StopIteration, ValueError):
+            stats.inc_value("sitemap/invalid")
+            self.logger.info("Not a sitemap: %s", response.url)
+            return
+        stats.inc_value(f"sitemap/{sitemap.type}")
+        for entry in sitemap:
+            url = self.links.accept(entry["loc"])
+            if url is None:
+                continue
+            if sitemap.type == "sitemapindex":
+                yield self._sitemap_request(url)
+            else:
+                stats.inc_value("sitemap/urls")
+                yield scrapy.Request(url, callback=self.parse,
+                                     meta={"sitemap_lastmod": entry.get("lastmod")})
+
     def _page(self, response: HtmlResponse, root: Any, depth: int, links: int) -> Page:
         headers = response.headers
         etag = headers.get(b"ETag")
@@ -194,4 +236,5 @@ class WebSpider(scrapy.Spider):
             etag=etag.decode("latin-1") if etag else None,
             last_modified=last_modified.decode("latin-1") if last_modified else None,
             links=links,
+            sitemap_lastmod=response.meta.get("sitemap_lastmod"),
         )
