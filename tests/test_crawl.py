@@ -25,6 +25,7 @@ def three_host_web() -> TestWeb:
 
 def test_every_reachable_in_scope_page_is_stored_exactly_once(crawl, tmp_path):
     with three_host_web() as web:
+        web.sites[2].redirects["/away"] = web.url("out.test", "/p/3.html")  # leaves the scope
         seeds = [web.url("a.test"), web.url("b.test"), web.url("c.test")]
         result = crawl(web, tmp_path, "seeds=" + ",".join(seeds))
         expected = web.reachable(seeds, scope_hosts={"a.test", "b.test", "c.test"})
@@ -36,7 +37,7 @@ def test_every_reachable_in_scope_page_is_stored_exactly_once(crawl, tmp_path):
     stored = Counter(record["url"] for record in result.records)
     assert set(stored) == expected
     assert max(stored.values()) == 1
-    assert out_of_scope_hits == []
+    assert out_of_scope_hits == []  # neither by link nor by redirect
     assert len(pdf_hits) == 1
     stats = result.stats
     assert stats["store/pages"] == len(expected)

@@ -20,7 +20,7 @@ from crawler import signals as crawler_signals
 from crawler.items import Page
 from crawler.links import SCOPES, LinkFollower, Scope
 from crawler.text import extract_text, extract_title
-from crawler.urls import UrlNormalizer, url_host
+from crawler.urls import UrlNormalizer, registered_domain, url_host
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -140,6 +140,13 @@ class WebSpider(scrapy.Spider):
         self._normalize = normalize
         self.depth_limit = settings.getint("DEPTH_LIMIT")
         self.scope = scope
+        # Redirects bypass the link follower: Scrapy's OffsiteMiddleware keeps them in scope
+        # (for scope=host it also admits subdomains of the seed hosts).
+        hosts = {url_host(u).removeprefix("www.") for u in self.seed_urls}
+        if scope == "host":
+            self.allowed_domains = sorted(hosts)
+        elif scope == "domain":
+            self.allowed_domains = sorted({registered_domain(h) for h in hosts})
         self.logger.info(
             "Crawling %d seed(s), scope=%s, max_pages=%s", len(self.seed_urls), scope,
             self.max_pages or "none",
