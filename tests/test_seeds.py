@@ -50,3 +50,8 @@ def test_scope_and_max_pages_are_checked():
     with pytest.raises(ArgumentError, match="max_pages must be a whole number"):
         check_arguments("http://a.test/", None, "lots", SETTINGS)
 
+
+
+def test_a_long_comma_list_is_not_mistaken_for_a_file_name():
+    seeds = ",".join(f"http://w{i:03d}.test:1234/" for i in range(500))
+    assert len(parse_seeds(seeds, normalize_url)) == 500

@@ -26,8 +26,16 @@ def _json_safe(mapping: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return safe, dropped
 
 
+# Request.to_dict values that are the constructor's defaults: left out of the JSON.
+_DEFAULTS = {"callback": None, "errback": None, "headers": {}, "body": "", "cookies": {}, "meta": {},
+             "encoding": "utf-8", "cb_kwargs": {}, "dont_filter": False, "method": "GET",
+             "priority": 0, "flags": []}
+
+
 def request_to_json(request: Request, spider: Spider | None) -> tuple[str, list[str]]:
-    """(JSON text, names of meta/cb_kwargs keys dropped because JSON cannot hold them)."""
+    """(JSON text, names of meta/cb_kwargs keys dropped because JSON cannot hold them).
+    Values equal to the Request defaults are left out, so a plain GET is its URL and
+    callback name."""
     d = request.to_dict(spider=spider)
     d["meta"], dropped = _json_safe(d.get("meta") or {})
     d["cb_kwargs"], dropped_kwargs = _json_safe(d.get("cb_kwargs") or {})
@@ -36,10 +44,8 @@ def request_to_json(request: Request, spider: Spider | None) -> tuple[str, list[
         for k, vs in (d.get("headers") or {}).items()
     }
     d["body"] = (d.get("body") or b"").decode("latin-1")
-    for key in ("cookies", "flags"):
-        if not d.get(key):
-            d.pop(key, None)
-    return json.dumps(d, separators=(",", ":")), dropped + dropped_kwargs
+    compact = {k: v for k, v in d.items() if k not in _DEFAULTS or v != _DEFAULTS[k]}
+    return json.dumps(compact, separators=(",", ":")), dropped + dropped_kwargs
 
 
 def request_from_json(text: str, spider: Spider | None) -> Request:

@@ -135,7 +135,8 @@ class EmbeddedFrontier:
             self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(path), isolation_level="DEFERRED", check_same_thread=False)
         self.db.executescript(
-            f"PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-{cache_kib};"
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=67108864;"
+            f" PRAGMA cache_size=-{cache_kib};"
         )
         self.db.executescript(_SCHEMA)
         self.hold_new_hosts = hold_new_hosts

@@ -52,7 +52,7 @@ def parse_seeds(value: str | list[str] | None, normalize: UrlNormalizer) -> list
     if not value:
         raise ArgumentError("no seeds given: use -a seeds=URL[,URL...] or -a seeds=FILE")
     if isinstance(value, str):
-        if Path(value).is_file():
+        if "://" not in value and Path(value).is_file():
             lines = Path(value).read_text(encoding="utf-8").splitlines()
             raw = [line.split("#", 1)[0].strip() for line in lines]
         else:

@@ -1,0 +1,616 @@
+"""Politeness and throughput: our frontier (``FrontierScheduler``) vs stock Scrapy, same web, same run.
+
+Run from the repo root: ``python bench/frontier.py`` (about 7 minutes; ``--quick`` for
+a smoke run under a minute with smaller sites; ``--help`` for the other options).
+
+What is compared. One test web (``tests/testweb.py``) is served from a thread of this
+process on loopback; every host is a ``.test`` name that the crawl subprocesses
+resolve to 127.0.0.1 through ``testweb.LoopbackResolver``. Each site is a tree
+(page ``i`` links to ``3i+1 .. 3i+3`` and to ``/``), ~2 kB per page, and sleeps its
+``latency`` before every answer. Each crawler is a subprocess:
+
+* ours: ``python -m scrapy crawl web -a seeds=<comma list>`` with
+  ``SCRAPY_SETTINGS_MODULE=crawler.settings`` (so ``FrontierScheduler``, Scrapy's own
+  ``DOWNLOAD_DELAY = 0``), ``PYTHONPATH`` = repo root + ``tests/``, a temp cwd and temp
+  ``FRONTIER_DIR``/``STORE_URI``; its gap is ``POLITENESS_MIN_DELAY`` with
+  ``POLITENESS_DELAY_FACTOR=1`` (gap = max(min delay, 1 x fetch time)), measured from
+  the end of a fetch to the start of the next one to the host.
+* stock: a plain ``scrapy.Spider`` (written to a temp file, ``python -m scrapy
+  runspider`` in a temp dir without ``scrapy.cfg`` or ``SCRAPY_SETTINGS_MODULE``) that
+  follows every link its ``LinkExtractor`` finds (``response.follow``), with
+  ``allowed_domains`` = the test hosts, the site's ``utm_`` parameters dropped (as our
+  normaliser does) and start requests that go through the duplicate filter, so both
+  crawlers fetch the same pages once each. ``DOWNLOAD_DELAY`` = the gap,
+  ``CONCURRENT_REQUESTS_PER_DOMAIN=1``, ``DOWNLOAD_DELAY_JITTER=0`` (2.19's
+  replacement of the deprecated ``RANDOMIZE_DOWNLOAD_DELAY``), run with its default
+  ``SCHEDULER_PRIORITY_QUEUE`` (``DownloaderAwarePriorityQueue``, "stock DAPQ") and,
+  in the skewed scenario, with ``scrapy.pqueues.ScrapyPriorityQueue`` ("stock SPQ").
+  Note that Scrapy's ``DOWNLOAD_DELAY`` runs from the *start* of one request to the
+  start of the next, so its end-to-start gaps are the delay minus the fetch time.
+
+All runs: ``TWISTED_DNS_RESOLVER=testweb.LoopbackResolver ROBOTSTXT_OBEY=False
+TELNETCONSOLE_ENABLED=False REMOTE_CONTROL_ENABLED=False LOG_LEVEL=INFO
+COOKIES_ENABLED=False`` and ``CONCURRENT_REQUESTS`` of the scenario.
+
+Scenarios.
+
+1. Skewed: one big host (listed first in the seeds) and 49 hosts of 10 pages, 20 ms
+   latency, gap 0.2 s, 16 concurrent. Reported: the time until every small host has
+   all its pages (last response end on a small host minus the run's first request
+   start) and until the whole crawl is done, against the politeness bound
+   (n - 1) x gap for a host of n pages (the big host's bound fixes the whole crawl's).
+   Each run is cut off after ``--skew-timeout`` seconds (SIGKILL) and then reported as
+   "timed out after N s, X/Y small hosts done".
+2. Wide: 500 hosts x 20 pages, 20 ms latency, gap 1 s, 64 concurrent; pages/s against
+   the bound min(hosts / gap, concurrency / latency); each run is stopped after
+   ``--wide-window`` seconds from its first request (or when done), and pages/s is
+   the 200 responses that ended within the window over the window (or over the
+   crawl's length if it finished sooner).
+
+Politeness, checked on the server's log for every run (``web.hits(host)``: monotonic
+``start`` when the request line was read, ``end`` just before the last write): per
+host, requests sorted by start, a request is an *overlap* if it starts before every
+earlier request to the host has ended, else a *short gap* if it starts less than
+gap - 5 ms after that end; *short start gaps* counts starts less than gap - 5 ms after
+the previous start (the contract of Scrapy's ``DOWNLOAD_DELAY``). Ours must show 0
+overlaps and 0 short gaps; any it shows are printed with host, times and gap.
+
+Output: Markdown, one table per scenario and notes per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+import scrapy  # noqa: E402
+from testweb import RequestRecord, Site, TestWeb  # noqa: E402
+
+#: Politeness tolerance: a gap this much under the configured one is still fine
+#: (timer and clock granularity).
+TOLERANCE = 0.005
+#: Seconds a crawl process may take to start before its first request.
+STARTUP_GRACE = 30.0
+#: Longest ``-a seeds=<comma list>`` given to ours; a longer list goes in a seeds file
+#: (one URL per line). The web spider's ``parse_seeds`` first tries the value as a file
+#: name (``Path(value).is_file()``), which raises ``OSError: [Errno 36] File name too
+#: long`` for a value over PATH_MAX (4096 bytes on Linux), so 500 seeds fail that way.
+SEED_ARG_MAX = 4000
+
+COMMON_SETTINGS: dict[str, str] = {
+    "TWISTED_DNS_RESOLVER": "testweb.LoopbackResolver",
+    "ROBOTSTXT_OBEY": "False",
+    "TELNETCONSOLE_ENABLED": "False",
+    "REMOTE_CONTROL_ENABLED": "False",
+    "LOG_LEVEL": "INFO",
+    "COOKIES_ENABLED": "False",
+}
+
+STOCK_SPIDER = '''\
+import scrapy
+from scrapy.linkextractors import LinkExtractor
+from w3lib.url import url_query_cleaner
+
+
+def drop_tracking(value):
+    return url_query_cleaner(value, ("utm_source", "utm_medium", "utm_campaign"), remove=True)
+
+
+class StockSpider(scrapy.Spider):
+    name = "stock"
+    allowed_domains = {hosts!r}
+    start_urls = {seeds!r}
+    link_extractor = LinkExtractor(process_value=drop_tracking)
+
+    async def start(self):
+        # Not start_urls' default dont_filter=True: "/" is linked from every page and
+        # must be fetched once, as ours does.
+        for url in self.start_urls:
+            yield scrapy.Request(url, callback=self.parse)
+
+    def parse(self, response):
+        for link in self.link_extractor.extract_links(response):
+            yield response.follow(link, callback=self.parse)
+'''
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True)
+class Crawler:
+    """One crawler configuration: ``kind`` "ours" or "stock", plus its own settings."""
+
+    label: str
+    kind: str
+    settings: Mapping[str, str]
+
+
+@dataclass
+class Scenario:
+    name: str
+    sites: list[Site]
+    gap: float
+    concurrency: int
+    latency: float
+    limit: float  # seconds from the first request; then the run is killed
+    small_hosts: list[str] = field(default_factory=list)
+    windowed: bool = False  # pages/s over min(limit, crawl length)
+
+    @property
+    def hosts(self) -> list[str]:
+        return [s.host for s in self.sites]
+
+    @property
+    def pages(self) -> int:
+        return sum(s.pages for s in self.sites)
+
+    def bound_seconds(self, pages: int) -> float:
+        """Politeness bound of a host with ``pages`` pages: (n - 1) x gap."""
+        return (pages - 1) * self.gap
+
+    @property
+    def bound_rate(self) -> float:
+        """min(hosts / gap, concurrency / latency) pages/s."""
+        by_hosts = len(self.sites) / self.gap if self.gap else math.inf
+        by_slots = self.concurrency / self.latency if self.latency else math.inf
+        return min(by_hosts, by_slots)
+
+
+@dataclass
+class Violation:
+    """A request to ``host`` that came too soon after the previous one(s)."""
+
+    host: str
+    kind: str  # "overlap", "short gap" or "short start gap"
+    prev: RequestRecord  # the host's previous request (by start)
+    prev_end: float  # latest end of the host's earlier requests
+    record: RequestRecord
+
+    @property
+    def gap(self) -> float:
+        """End-to-start gap, or start-to-start for a short start gap."""
+        if self.kind == "short start gap":
+            return self.record.start - self.prev.start
+        return self.record.start - self.prev_end
+
+
+@dataclass
+class Run:
+    crawler: Crawler
+    scenario: Scenario
+    records: list[RequestRecord]
+    spawn: float
+    stopped: float  # monotonic time the process exited or was killed
+    timed_out: bool
+    returncode: int
+    log: str
+
+    # ---------------------------------------------------------------- derived
+
+    @property
+    def first_start(self) -> float:
+        return min((r.start for r in self.records), default=self.spawn)
+
+    @property
+    def last_end(self) -> float:
+        return max((r.end for r in self.records), default=self.spawn)
+
+    def by_host(self) -> dict[str, list[RequestRecord]]:
+        hosts: dict[str, list[RequestRecord]] = defaultdict(list)
+        for r in self.records:
+            hosts[r.host].append(r)
+        for rs in hosts.values():
+            rs.sort(key=lambda r: r.start)
+        return hosts
+
+    def done_hosts(self, hosts: Sequence[str]) -> list[str]:
+        """Hosts of ``hosts`` every page of which was answered 200."""
+        wanted = {s.host: s.pages for s in self.scenario.sites}
+        got: dict[str, set[str]] = defaultdict(set)
+        for r in self.records:
+            if r.status == 200:
+                got[r.host].add(r.path)
+        return [h for h in hosts if len(got[h]) >= wanted[h]]
+
+    @property
+    def complete(self) -> bool:
+        return len(self.done_hosts(self.scenario.hosts)) == len(self.scenario.sites)
+
+    @property
+    def pages(self) -> int:
+        return sum(1 for r in self.records if r.status == 200)
+
+    def window(self) -> tuple[float, int]:
+        """(seconds, 200 responses) of the measured window from the first request."""
+        t0 = self.first_start
+        length = self.last_end - t0
+        if self.scenario.windowed and (self.timed_out or length > self.scenario.limit):
+            length = self.scenario.limit
+        pages = sum(1 for r in self.records if r.status == 200 and r.end <= t0 + length + 1e-9)
+        return length, pages
+
+    def violations(self) -> tuple[list[Violation], list[Violation], float]:
+        """(overlaps and short gaps, short start gaps, smallest end-to-start gap)."""
+        found: list[Violation] = []
+        short_starts: list[Violation] = []
+        min_gap = math.inf
+        limit = self.scenario.gap - TOLERANCE
+        for host, rs in self.by_host().items():
+            prev: RequestRecord | None = None
+            prev_end = -math.inf
+            for r in rs:
+                if prev is not None:
+                    gap = r.start - prev_end
+                    min_gap = min(min_gap, gap)
+                    if gap < 0:
+                        found.append(Violation(host, "overlap", prev, prev_end, r))
+                    elif gap < limit:
+                        found.append(Violation(host, "short gap", prev, prev_end, r))
+                    if r.start - prev.start < limit:
+                        short_starts.append(Violation(host, "short start gap", prev, prev_end, r))
+                prev_end = max(prev_end, r.end)
+                prev = r
+        return found, short_starts, min_gap
+
+    @property
+    def finish_reason(self) -> str:
+        m = re.search(r"'finish_reason': '([^']*)'", self.log)
+        return m.group(1) if m else "-"
+
+    @property
+    def errors(self) -> int:
+        return len(re.findall(r"^\S+ \S+ \[[^\]]+\] ERROR:", self.log, re.MULTILINE))
+
+
+# --------------------------------------------------------------------------- running
+
+
+def base_env() -> dict[str, str]:
+    """This environment without proxies, Scrapy project selection or Python path."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")
+        and k not in ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT", "PYTHONPATH")
+    }
+
+
+def settings_args(settings: Mapping[str, str]) -> list[str]:
+    return [arg for name, value in settings.items() for arg in ("-s", f"{name}={value}")]
+
+
+class Bench:
+    """Runs crawler subprocesses against one served test web, one at a time."""
+
+    def __init__(self, web: TestWeb, workdir: Path) -> None:
+        self.web = web
+        self.workdir = workdir
+        self.counter = 0
+
+    def _command(self, crawler: Crawler, scenario: Scenario, rundir: Path) -> list[str]:
+        seeds = [self.web.url(host) for host in scenario.hosts]
+        settings = {**COMMON_SETTINGS, "CONCURRENT_REQUESTS": str(scenario.concurrency), **crawler.settings}
+        head = [sys.executable, "-m", "scrapy"]
+        if crawler.kind == "ours":
+            seed_arg = ",".join(seeds)
+            if len(seed_arg) > SEED_ARG_MAX:  # see SEED_ARG_MAX
+                seed_file = rundir / "seeds.txt"
+                seed_file.write_text("\n".join(seeds) + "\n", encoding="utf-8")
+                seed_arg = str(seed_file)
+            return [
+                *head, "crawl", "web", "-a", f"seeds={seed_arg}",
+                "-s", f"FRONTIER_DIR={rundir / 'frontier'}", "-s", f"STORE_URI={rundir / 'store'}",
+                *settings_args(settings),
+            ]
+        spider = rundir / "stock_spider.py"
+        spider.write_text(STOCK_SPIDER.format(hosts=scenario.hosts, seeds=seeds), encoding="utf-8")
+        return [*head, "runspider", str(spider), *settings_args(settings)]
+
+    def _env(self, crawler: Crawler) -> dict[str, str]:
+        env = self.web.subprocess_env(base_env())  # PYTHONPATH = tests/ (for the resolver)
+        if crawler.kind == "ours":
+            env["SCRAPY_SETTINGS_MODULE"] = "crawler.settings"
+            env["PYTHONPATH"] = os.pathsep.join([str(REPO), env["PYTHONPATH"]])
+        return env
+
+    def _first_start(self, spawn: float) -> float | None:
+        head = self.web.log[:1]  # ordered by end; near enough to detect the first request
+        return head[0].start if head and head[0].start >= spawn else None
+
+    def run(self, crawler: Crawler, scenario: Scenario) -> Run:
+        self.counter += 1
+        rundir = self.workdir / f"{self.counter:02d}-{crawler.label.replace(' ', '-')}"
+        cwd = rundir / "cwd"
+        cwd.mkdir(parents=True)
+        cmd = self._command(crawler, scenario, rundir)
+        log_path = rundir / "crawl.log"
+        self.web.reset()
+        timed_out = False
+        with log_path.open("wb") as log:
+            spawn = time.monotonic()
+            proc = subprocess.Popen(
+                cmd, cwd=cwd, env=self._env(crawler), stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+            first: float | None = None
+            while proc.poll() is None:
+                now = time.monotonic()
+                first = first or self._first_start(spawn)
+                if (first is not None and now - first >= scenario.limit) or (
+                    first is None and now - spawn >= STARTUP_GRACE
+                ):
+                    proc.kill()
+                    timed_out = True
+                    break
+                time.sleep(0.05)
+            stopped = time.monotonic()
+            proc.wait()
+        if timed_out:
+            time.sleep(0.5)  # let server threads of cut connections finish their records
+        records = [r for r in self.web.hits() if r.start >= spawn]
+        self.web.reset()
+        return Run(crawler, scenario, records, spawn, stopped, timed_out, proc.returncode,
+                   log_path.read_text(encoding="utf-8", errors="replace"))
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def crawlers(gap: float, stock_queues: Sequence[tuple[str, str | None]]) -> list[Crawler]:
+    ours = Crawler("ours", "ours", {"POLITENESS_MIN_DELAY": f"{gap:g}", "POLITENESS_DELAY_FACTOR": "1"})
+    stock = []
+    for label, queue in stock_queues:
+        settings = {
+            "DOWNLOAD_DELAY": f"{gap:g}",
+            "CONCURRENT_REQUESTS_PER_DOMAIN": "1",
+            "DOWNLOAD_DELAY_JITTER": "0",
+        }
+        if queue:
+            settings["SCHEDULER_PRIORITY_QUEUE"] = queue
+        stock.append(Crawler(label, "stock", settings))
+    return [ours, *stock]
+
+
+DAPQ = ("stock DAPQ", None)
+SPQ = ("stock SPQ", "scrapy.pqueues.ScrapyPriorityQueue")
+
+
+def skewed(big_pages: int, small_hosts: int, small_pages: int, gap: float, concurrency: int,
+           latency: float, limit: float) -> Scenario:
+    big = Site("big.test", pages=big_pages, latency=latency, seed=1)
+    small = [
+        Site(f"small{k:02d}.test", pages=small_pages, latency=latency, seed=100 + k)
+        for k in range(1, small_hosts + 1)
+    ]
+    return Scenario("skewed", [big, *small], gap, concurrency, latency, limit,
+                    small_hosts=[s.host for s in small])
+
+
+def wide(hosts: int, pages: int, gap: float, concurrency: int, latency: float, window: float) -> Scenario:
+    sites = [Site(f"w{k:03d}.test", pages=pages, latency=latency, seed=1000 + k) for k in range(hosts)]
+    return Scenario("wide", sites, gap, concurrency, latency, window, windowed=True)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def fmt_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(str(c).rjust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
+    return "\n".join([line(header), sep, *(line(r) for r in rows)])
+
+
+HEADER = ["crawler", "small-hosts-done s", "total s", "bound s", "pages", "pages/s", "overlaps",
+          "short gaps", "short start gaps", "min gap ms"]
+
+
+def row(run: Run) -> list[str]:
+    sc = run.scenario
+    t0 = run.first_start
+    found, short_starts, min_gap = run.violations()
+    overlaps = sum(1 for v in found if v.kind == "overlap")
+    elapsed = run.stopped - t0
+    if sc.small_hosts:
+        done = run.done_hosts(sc.small_hosts)
+        if len(done) == len(sc.small_hosts):
+            small_end = max(r.end for r in run.records if r.host in set(sc.small_hosts))
+            small = f"{small_end - t0:.1f}"
+        else:
+            small = f"timed out after {elapsed:.0f} s, {len(done)}/{len(sc.small_hosts)} done"
+        big_pages = max(s.pages for s in sc.sites)
+        small_pages = max(s.pages for s in sc.sites if s.host in set(sc.small_hosts))
+        bound = f"{sc.bound_seconds(small_pages):.1f} / {sc.bound_seconds(big_pages):.1f}"
+    else:
+        small = "-"
+        bound = f"{sc.bound_seconds(max(s.pages for s in sc.sites)):.1f}"
+    if run.complete:
+        total = f"{run.last_end - t0:.1f}"
+    elif run.timed_out:
+        done_all = len(run.done_hosts(sc.hosts))
+        stop = "stopped" if sc.windowed else "timed out"
+        total = f"{stop} after {elapsed:.0f} s ({done_all}/{len(sc.hosts)} hosts done)"
+    else:
+        total = f"exited at {run.last_end - t0:.1f} s, INCOMPLETE"
+    length, pages = run.window()
+    rate = pages / length if length > 0 else 0.0
+    return [run.crawler.label, small, total, bound, str(run.pages), f"{rate:.1f}", str(overlaps),
+            str(len(found) - overlaps), str(len(short_starts)),
+            f"{min_gap * 1000:.0f}" if min_gap != math.inf else "-"]
+
+
+def describe(v: Violation, t0: float) -> str:
+    p, r = v.prev, v.record
+    what = "start-to-start" if v.kind == "short start gap" else "gap"
+    return (
+        f"    - {v.host}: {v.kind}: {p.path} {p.start - t0:.3f}-{p.end - t0:.3f} s, then {r.path} "
+        f"{r.start - t0:.3f}-{r.end - t0:.3f} s: {what} {v.gap * 1000:.1f} ms"
+    )
+
+
+def error_summary(log: str) -> list[str]:
+    """Distinct exception lines of a crawl log, most frequent first."""
+    counts: dict[str, int] = defaultdict(int)
+    for line in log.splitlines():
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Failure)\b", line):
+            counts[line.strip()[:200]] += 1
+    return [f"{n} x {text}" for text, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+
+
+def notes(run: Run) -> list[str]:
+    sc = run.scenario
+    t0 = run.first_start
+    statuses: dict[int, int] = defaultdict(int)
+    for r in run.records:
+        statuses[r.status] += 1
+    urls = [(r.host, r.path, r.query) for r in run.records]
+    dupes = len(urls) - len(set(urls))
+    length, pages = run.window()
+    found, short_starts, _ = run.violations()
+    lines = [
+        f"- {run.crawler.label}: exit {run.returncode}{' (killed)' if run.timed_out else ''}, "
+        f"finish_reason {run.finish_reason}, {run.errors} ERROR lines; {len(run.records)} requests "
+        f"({', '.join(f'{n} x {s}' for s, n in sorted(statuses.items()))}), {dupes} repeated URLs; "
+        f"{pages} pages in the {length:.1f} s window; first request "
+        f"{t0 - run.spawn:.1f} s after spawn; settings: "
+        + " ".join(f"{k}={v}" for k, v in run.crawler.settings.items())
+    ]
+    if run.errors:
+        lines.append("  - exceptions in its log: " + "; ".join(error_summary(run.log)[:3]))
+    show = 8 if run.crawler.kind == "ours" else 3
+    if found:
+        hosts = {v.host for v in found}
+        lines.append(
+            f"  - {len(found)} overlaps/short gaps on {len(hosts)} hosts (configured gap {sc.gap:g} s, "
+            f"times from the first request); the {min(show, len(found))} shortest:"
+        )
+        lines += [describe(v, t0) for v in sorted(found, key=lambda v: v.gap)[:show]]
+    if short_starts:
+        hosts = {v.host for v in short_starts}
+        lines.append(
+            f"  - {len(short_starts)} short start-to-start gaps on {len(hosts)} hosts; "
+            f"the {min(show, len(short_starts))} shortest:"
+        )
+        lines += [describe(v, t0) for v in sorted(short_starts, key=lambda v: v.gap)[:show]]
+    return lines
+
+
+def seed_note(web: TestWeb, scenario: Scenario) -> list[str]:
+    length = len(",".join(web.url(h) for h in scenario.hosts))
+    if length <= SEED_ARG_MAX:
+        return []
+    return [
+        f"ours gets its {len(scenario.hosts)} seeds as a file (`-a seeds=FILE`): as a comma list "
+        f"({length:,} characters) `scrapy crawl web` fails before crawling with `OSError: [Errno 36] "
+        "File name too long` (`parse_seeds` tries the value as a file name first)"
+    ]
+
+
+def report(scenario: Scenario, runs: list[Run], title: str, lines: list[str]) -> bool:
+    """Print one scenario; returns whether ours kept its politeness."""
+    print(f"\n## {title}\n")
+    for line in lines:
+        print(f"- {line}")
+    print()
+    print(fmt_table(HEADER, [row(r) for r in runs]))
+    print()
+    ok = True
+    for run in runs:
+        for line in notes(run):
+            print(line)
+        found, _, _ = run.violations()
+        if run.crawler.kind == "ours" and found:
+            ok = False
+            print(f"  - **OURS VIOLATED POLITENESS in the {scenario.name} scenario** (see above)")
+    return ok
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, a smoke run under a minute")
+    parser.add_argument("--big-pages", type=int, help="pages of the big host (default 500; quick 40)")
+    parser.add_argument("--skew-timeout", type=float, help="seconds per skewed run (default 240; quick 20)")
+    parser.add_argument("--wide-window", type=float, help="seconds per wide run (default 60; quick 10)")
+    parser.add_argument("--scenario", choices=("all", "skewed", "wide"), default="all")
+    args = parser.parse_args(argv)
+
+    latency = 0.02
+    if args.quick:
+        skew = skewed(args.big_pages or 40, 9, 10, 0.1, 16, latency, args.skew_timeout or 20)
+        wid = wide(40, 10, 0.5, 16, latency, args.wide_window or 10)
+    else:
+        skew = skewed(args.big_pages or 500, 49, 10, 0.2, 16, latency, args.skew_timeout or 240)
+        wid = wide(500, 20, 1.0, 64, latency, args.wide_window or 60)
+    scenarios = {"skewed": skew, "wide": wid}
+    wanted = list(scenarios) if args.scenario == "all" else [args.scenario]
+
+    t_start = time.monotonic()
+    all_sites = [s for name in wanted for s in scenarios[name].sites]
+    print("# Frontier politeness and throughput: ours vs stock Scrapy\n")
+    print(f"- Scrapy {scrapy.__version__}, Python {platform.python_version()}, {os.cpu_count()} CPUs "
+          f"({platform.machine()}), {platform.system()}{'; --quick sizes' if args.quick else ''}")
+    print(f"- common settings: {' '.join(f'{k}={v}' for k, v in COMMON_SETTINGS.items())}")
+    print(f"- violations: overlap = starts before the host's previous request ended; short gap = "
+          f"end-to-start gap < configured gap - {TOLERANCE * 1000:.0f} ms; short start gap = "
+          f"start-to-start < gap - {TOLERANCE * 1000:.0f} ms (Scrapy's DOWNLOAD_DELAY contract)")
+    ok = True
+    with TestWeb(all_sites) as web, tempfile.TemporaryDirectory(prefix="bench-frontier-") as tmp:
+        bench = Bench(web, Path(tmp))
+        if "skewed" in wanted:
+            sc = skew
+            runs = [bench.run(c, sc) for c in crawlers(sc.gap, [DAPQ, SPQ])]
+            big = sc.sites[0]
+            ok &= report(sc, runs, "Scenario 1: skewed (one big host first, many small ones)", [
+                f"hosts: {big.host} with {big.pages} pages (first seed) + {len(sc.small_hosts)} hosts x "
+                f"{sc.sites[1].pages} pages = {sc.pages} pages; latency {sc.latency * 1000:.0f} ms per "
+                f"answer; gap {sc.gap:g} s; CONCURRENT_REQUESTS={sc.concurrency}",
+                f"bound s = (n - 1) x gap: small hosts {sc.bound_seconds(sc.sites[1].pages):.1f} s / whole "
+                f"crawl (big host) {sc.bound_seconds(big.pages):.1f} s (an end-to-start gap adds n x "
+                f"latency: {sc.sites[1].pages * sc.latency:.1f} s / {big.pages * sc.latency:.1f} s)",
+                f"times from the run's first request (server clock); runs killed after {sc.limit:g} s",
+                "ours: POLITENESS_MIN_DELAY=gap POLITENESS_DELAY_FACTOR=1 (project settings otherwise: "
+                "CONCURRENT_REQUESTS_PER_DOMAIN=16, DOWNLOAD_DELAY=0, FRONTIER_PRIORITY_LEVELS=4)",
+                *seed_note(web, sc),
+            ])
+        if "wide" in wanted:
+            sc = wid
+            runs = [bench.run(c, sc) for c in crawlers(sc.gap, [DAPQ])]
+            ok &= report(sc, runs, "Scenario 2: wide (many hosts, same size)", [
+                f"{len(sc.sites)} hosts x {sc.sites[0].pages} pages = {sc.pages} pages; latency "
+                f"{sc.latency * 1000:.0f} ms; gap {sc.gap:g} s; CONCURRENT_REQUESTS={sc.concurrency}",
+                f"bound: min(hosts / gap, concurrency / latency) = min({len(sc.sites)} / {sc.gap:g}, "
+                f"{sc.concurrency} / {sc.latency:g}) = {sc.bound_rate:.0f} pages/s; bound s = (n - 1) x gap "
+                f"of one host = {sc.bound_seconds(sc.sites[0].pages):.1f} s, and the crawl needs at least "
+                f"{sc.pages / sc.bound_rate:.1f} s at the bound rate",
+                f"runs stopped {sc.limit:g} s after their first request if not done; pages/s = 200 "
+                "responses ended in the window / window",
+                "ours: POLITENESS_MIN_DELAY=gap POLITENESS_DELAY_FACTOR=1 (a 20 ms fetch never "
+                "lifts the gap above the min delay)",
+                *seed_note(web, sc),
+            ])
+    print(f"\n- bench wall time: {time.monotonic() - t_start:.0f} s")
+    if not ok:
+        print("- **ours violated politeness: see the notes above**")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
