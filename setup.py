@@ -21,6 +21,7 @@ setup(
         "simhash>=2.1.2,<3",
         "boto3>=1.34,<2",
         "redis>=5,<9",
+        "warcio>=1.7,<2",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6"],

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import pstats
 import re
 import shutil
@@ -61,10 +60,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common import fmt_table, machine
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-import scrapy  # noqa: E402
 from testweb import Site, TestWeb  # noqa: E402
 
 #: The site: 1200 pages, ~314 links each (280 navigation links + 4 tree children + 30
@@ -275,16 +275,6 @@ class Bench:
         return Run(side, cpu, wall, stats)
 
 
-def fmt_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(str(c).rjust(w) for c, w in zip(cells, widths, strict=True)) + " |"
-
-    sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
-    return "\n".join([line(header), sep, *(line(r) for r in rows)])
-
-
 def print_profile(path: Path, top: int) -> None:
     """Top functions of a cProfile dump by tottime and by cumulative time."""
     for order in ("tottime", "cumulative"):
@@ -325,8 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = time.perf_counter() - t_start
 
     print("## Crawl speed: ours (`web` spider) vs stock Scrapy CrawlSpider\n")
-    print(f"- Scrapy {scrapy.__version__}, Python {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs ({platform.machine()}), {platform.system()}")
+    print(f"- {machine()}")
     print(f"- site: {args.pages} pages on loopback (default vhost), {links_per_page} links/page, "
           f"{len(sample):,} bytes/page; {expected} reachable pages")
     print(f"- settings (both): {' '.join(f'{k}={v}' for k, v in COMMON_SETTINGS.items())}; "

@@ -63,7 +63,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -74,10 +73,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common import fmt_table, machine
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-import scrapy  # noqa: E402
 from testweb import RequestRecord, Site, TestWeb  # noqa: E402
 
 #: Politeness tolerance: a gap this much under the configured one is still fine
@@ -409,16 +409,6 @@ def wide(hosts: int, pages: int, gap: float, concurrency: int, latency: float, w
 # --------------------------------------------------------------------------- report
 
 
-def fmt_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(str(c).rjust(w) for c, w in zip(cells, widths, strict=True)) + " |"
-
-    sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
-    return "\n".join([line(header), sep, *(line(r) for r in rows)])
-
-
 HEADER = ["crawler", "small-hosts-done s", "total s", "bound s", "pages", "pages/s", "overlaps",
           "short gaps", "short start gaps", "min gap ms"]
 
@@ -565,8 +555,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     t_start = time.monotonic()
     all_sites = [s for name in wanted for s in scenarios[name].sites]
     print("# Frontier politeness and throughput: ours vs stock Scrapy\n")
-    print(f"- Scrapy {scrapy.__version__}, Python {platform.python_version()}, {os.cpu_count()} CPUs "
-          f"({platform.machine()}), {platform.system()}{'; --quick sizes' if args.quick else ''}")
+    print(f"- {machine()}{'; --quick sizes' if args.quick else ''}")
     print(f"- common settings: {' '.join(f'{k}={v}' for k, v in COMMON_SETTINGS.items())}")
     print(f"- violations: overlap = starts before the host's previous request ended; short gap = "
           f"end-to-start gap < configured gap - {TOLERANCE * 1000:.0f} ms; short start gap = "

@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -47,6 +46,8 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from common import fmt_table, machine
 
 REPO = Path(__file__).resolve().parent.parent
 ROLES = ("frontier", "deque of JSON", "deque of Requests")
@@ -206,16 +207,6 @@ def run_child(role: str, args: argparse.Namespace) -> dict[str, Any]:
 # --------------------------------------------------------------------------- report
 
 
-def fmt_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(str(c).rjust(w) for c, w in zip(cells, widths, strict=True)) + " |"
-
-    sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
-    return "\n".join([line(header), sep, *(line(r) for r in rows)])
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--urls", type=int, default=1_000_000, help="URLs queued (default 1,000,000)")
@@ -238,12 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = {role: run_child(role, args) for role in ROLES}
     wall = time.perf_counter() - t_start
 
-    import scrapy
 
     n = args.urls
     print("# Memory per queued URL: embedded frontier vs in-memory queues\n")
-    print(f"- Scrapy {scrapy.__version__}, Python {platform.python_version()}, {os.cpu_count()} CPUs "
-          f"({platform.machine()}), {platform.system()}")
+    print(f"- {machine()}")
     print(f"- {n:,} URLs over {args.hosts:,} hosts ({n // max(1, args.hosts)} per host), "
           f"request JSON {results['frontier']['json_bytes']:.0f} bytes on average "
           f"(`request_to_json` of a real `scrapy.Request`, URL ~55 chars); adds in batches of "

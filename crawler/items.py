@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
 class Page:
     """One fetched HTML page.
 
-    The spider fills what the response tells; ``ContentHashPipeline`` adds
-    ``content_sha256``; ``PageStorePipeline`` writes it and adds ``stored``
-    (where its bytes are).
+    The spider fills what the response tells; ``ContentSeenMiddleware`` adds the
+    content fingerprints and ``duplicate_of`` (``ContentHashPipeline`` the
+    fingerprints alone, where that middleware is off); ``PageStorePipeline`` writes
+    it and adds ``stored`` (its record, with where its bytes are).
     """
 
     url: str
@@ -23,9 +24,13 @@ class Page:
     title: str = ""
     content_type: str = ""
     encoding: str = ""
+    http_headers: list[tuple[str, str]] = field(default_factory=list)  # as received
     etag: str | None = None
     last_modified: str | None = None
     links: int = 0  # links found on the page, followed or not
     sitemap_lastmod: str | None = None  # <lastmod> of the sitemap entry that led here
     content_sha256: str | None = None
+    simhash: int | None = None  # 64-bit simhash of the text's word 3-grams
+    duplicate_of: str | None = None  # URL of the earlier page with the same or near text
+    duplicate_kind: str | None = None  # "exact" or "near"
     stored: dict | None = None

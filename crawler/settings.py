@@ -59,16 +59,24 @@ HTML_CONTENT_TYPES = ["text/html", "application/xhtml+xml"]
 DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 0
 
+# --- Content seen ------------------------------------------------------------------
+# Near copies: simhash (64-bit, word 3-grams) within this many bits of an earlier page.
+SIMHASH_MAX_DISTANCE = 3
+# Texts shorter than this are compared exactly only: a few words say too little.
+SIMHASH_MIN_WORDS = 20
+
 # --- Page store --------------------------------------------------------------------
 STORE_URI = "crawl-data"
 # Roll a segment file when it reaches this size (bytes, compressed).
 STORE_ROLL_BYTES = 100 * 1024 * 1024
-STORE_COMPRESSION_LEVEL = 6
 
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.middlewares.robots.RobotsMiddleware": 100,
     "crawler.middlewares.content.HtmlOnlyMiddleware": 650,
+}
+SPIDER_MIDDLEWARES = {
+    "crawler.middlewares.content_seen.ContentSeenMiddleware": 950,
 }
 ITEM_PIPELINES = {
     "crawler.pipelines.fingerprint.ContentHashPipeline": 300,

@@ -112,13 +112,6 @@ def segment_name() -> str:
     return f"{stamp}-{socket.gethostname()}-{os.getpid()}"
 
 
-def read_member(store: LocalStore, location: dict | Location) -> bytes:
-    """The bytes of the record at ``location`` (a Location or its dict form)."""
-    if isinstance(location, dict):
-        location = Location(**location)
-    return gzip.decompress(store.read_range(location.file, location.offset, location.length))
-
-
 def iter_members(data: bytes) -> Iterator[bytes]:
     """The decompressed gzip members of ``data``; a member cut short (a writer killed
     mid-write) ends the iteration instead of failing it."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 
+from crawling import crawl_command
 from testweb import Site, TestWeb
 
-from crawler.store import read_member
 from crawler.text import normalize_whitespace
+from crawler.warc import payload_digest, read_page, read_record
 
 
 def three_host_web() -> TestWeb:
@@ -54,9 +55,18 @@ def test_records_and_files_read_back(crawl, tmp_path):
     for record in records:
         assert record["status"] == 200
         assert record["fetched_at"].endswith("Z")
-        html = read_member(result.store, record["html"])
-        text = read_member(result.store, record["text"]).decode("utf-8")
-        assert html.startswith(b"<!") or html.lstrip().startswith(b"<")
+        html, text = read_page(result.store, record)
+        response = read_record(result.store, record["warc"])
+        assert response.rec_type == "response"
+        assert response.rec_headers.get_header("WARC-Target-URI") == record["url"]
+        assert response.http_headers.get_statuscode() == "200"
+        assert response.rec_headers.get_header("WARC-Payload-Digest") == payload_digest(html)
+        assert record["payload_digest"] == payload_digest(html)
+        conversion = read_record(result.store, record["text"])
+        assert conversion.rec_type == "conversion"
+        assert conversion.rec_headers.get_header("WARC-Refers-To") == response.rec_headers.get_header(
+            "WARC-Record-ID")
+        assert html.lstrip().startswith(b"<")
         assert text
         assert "<" not in text.split("\n")[0]
         digest = hashlib.sha256(normalize_whitespace(text).encode("utf-8")).hexdigest()
@@ -96,3 +106,31 @@ def test_a_bad_seed_stops_the_crawl_before_any_fetch(crawl, tmp_path):
     assert "'www.example': no scheme" in result.log
     assert hits == []
     assert result.records == []
+
+
+def test_scrapy_page_prints_a_stored_page(crawl, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    with TestWeb([Site("a.test", pages=3)]) as web:
+        result = crawl(web, tmp_path, "seeds=" + web.url("a.test"))
+        _, env = crawl_command(web, tmp_path)
+        url = web.page_url("a.test", 2)
+    assert result.returncode == 0, result.log[-3000:]
+
+    def page(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "scrapy", "page", *args, "-s",
+                               f"STORE_URI={tmp_path / 'store'}"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60, check=False)
+
+    meta = page(url.replace("a.test", "A.Test") + "#top")  # any spelling of the URL
+    assert meta.returncode == 0, meta.stderr
+    assert json.loads(meta.stdout)["url"] == url
+    text = page("--text", url)
+    stored = next(r for r in result.records if r["url"] == url)
+    assert text.stdout.strip() and stored["content_sha256"] == hashlib.sha256(
+        normalize_whitespace(text.stdout).encode()).hexdigest()
+    assert page("--html", url).stdout.lstrip().startswith("<")
+    missing = page(web.url("a.test", "/nowhere.html"))
+    assert missing.returncode == 1 and "is not in" in missing.stderr

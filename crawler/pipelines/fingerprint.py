@@ -1,21 +1,19 @@
-"""Content fingerprints of each page's text."""
+"""Content fingerprints of each page's text, where ContentSeenMiddleware is off."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from crawler.items import Page
-from crawler.text import normalize_whitespace
+from crawler.middlewares.content_seen import content_fingerprints
 
 
 class ContentHashPipeline:
-    """Sets ``Page.content_sha256``: SHA-256 (hex) of the page's whitespace-normalised
-    text, so pages that differ only in markup or spacing hash alike. Other items
-    pass through untouched."""
+    """Sets ``Page.content_sha256`` (SHA-256 hex of the whitespace-normalised text, so
+    pages that differ only in markup or spacing hash alike) and ``Page.simhash``,
+    unless ``ContentSeenMiddleware`` already did. Other items pass through untouched."""
 
     def process_item(self, item: Any) -> Any:
-        if isinstance(item, Page):
-            text = normalize_whitespace(item.text).encode("utf-8")
-            item.content_sha256 = hashlib.sha256(text).hexdigest()
+        if isinstance(item, Page) and item.content_sha256 is None:
+            item.content_sha256, item.simhash, _ = content_fingerprints(item.text)
         return item

@@ -1,15 +1,19 @@
-"""Write each page's raw HTML, cleaned text and metadata record to the page store."""
+"""Write each page to the page store: WARC records and a metadata record."""
 
 from __future__ import annotations
 
 import json
 import logging
 import time
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
+
+import scrapy
 
 from crawler import settings as defaults
 from crawler.items import Page
 from crawler.store import LocalStore, SegmentWriter, open_store, segment_name
+from crawler.warc import WarcFileWriter, WarcPage
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -17,23 +21,32 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+_META_COMPRESSION = 6
 
-def page_record(page: Page, html: dict, text: dict) -> dict:
+
+def iso_time(seconds: float) -> str:
+    """``2026-12-02T11:10:05.123Z``: UTC, milliseconds."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int(seconds % 1 * 1000):03d}Z"
+
+
+def page_record(page: Page, warc: dict, text: dict | None, payload_digest: str | None) -> dict:
     """The metadata record of a stored page (one JSON line in ``meta/``)."""
     return {
         "url": page.url,
         "status": page.status,
-        "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(page.fetched_at))
-        + f".{int(page.fetched_at % 1 * 1000):03d}Z",
+        "fetched_at": iso_time(page.fetched_at),
         "depth": page.depth,
         "title": page.title,
         "content_type": page.content_type,
         "content_sha256": page.content_sha256,
+        "simhash": None if page.simhash is None else f"{page.simhash:016x}",
+        "duplicate_of": page.duplicate_of,
         "etag": page.etag,
         "last_modified": page.last_modified,
         "links": page.links,
         "sitemap_lastmod": page.sitemap_lastmod,
-        "html": html,
+        "payload_digest": payload_digest,
+        "warc": warc,
         "text": text,
     }
 
@@ -41,20 +54,21 @@ def page_record(page: Page, html: dict, text: dict) -> dict:
 class PageStorePipeline:
     """Stores every :class:`~crawler.items.Page` under ``STORE_URI``.
 
-    Layout (each file a series of gzip members, one per page; see the README):
-    ``html/<segment>.html.gz`` raw bytes as received, ``text/<segment>.txt.gz``
-    cleaned text in UTF-8, ``meta/<segment>.jsonl.gz`` one JSON record per page
-    saying where the other two are. Files roll at ``STORE_ROLL_BYTES``; members
-    are compressed at ``STORE_COMPRESSION_LEVEL``. Stats: ``store/pages``,
-    ``store/html_bytes``, ``store/compressed_bytes``.
+    ``warc/<segment>.warc.gz``: per page a WARC/1.1 ``response`` record (the HTTP
+    response, body as decoded) and a ``conversion`` record (the cleaned text), or for a
+    duplicate a ``revisit`` record pointing at the page it repeats; each record its own
+    gzip member. ``meta/<segment>.jsonl.gz``: one JSON record per page with where its
+    records are (file, offset, length). Files roll at ``STORE_ROLL_BYTES``.
+    Stats: ``store/pages``, ``store/duplicates``, ``store/html_bytes``,
+    ``store/warc_bytes``.
     """
 
-    def __init__(self, store: LocalStore, stats: StatsCollector, roll_bytes: int, level: int) -> None:
+    def __init__(self, store: LocalStore, stats: StatsCollector, roll_bytes: int) -> None:
         self.store = store
         self.stats = stats
         self.roll_bytes = roll_bytes
-        self.level = level
-        self._writers: dict[str, SegmentWriter] = {}
+        self._warc: WarcFileWriter | None = None
+        self._meta: SegmentWriter | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageStorePipeline:
@@ -63,30 +77,39 @@ class PageStorePipeline:
             open_store(settings.get("STORE_URI", defaults.STORE_URI)),
             crawler.stats,
             settings.getint("STORE_ROLL_BYTES", defaults.STORE_ROLL_BYTES),
-            settings.getint("STORE_COMPRESSION_LEVEL", defaults.STORE_COMPRESSION_LEVEL),
         )
 
     def open_spider(self) -> None:
         name = segment_name()
-        self._writers = {
-            kind: SegmentWriter(self.store, kind, name, suffix, self.roll_bytes, self.level)
-            for kind, suffix in (("html", "html.gz"), ("text", "txt.gz"), ("meta", "jsonl.gz"))
-        }
+        software = f"politecrawler (Scrapy {scrapy.__version__})"
+        self._warc = WarcFileWriter(self.store, name, self.roll_bytes, software)
+        self._meta = SegmentWriter(self.store, "meta", name, "jsonl.gz", self.roll_bytes, _META_COMPRESSION)
         logger.info("Storing pages under %s", self.store.root)
 
     def close_spider(self) -> None:
-        for writer in self._writers.values():
-            writer.close()
+        self._warc.close()
+        self._meta.close()
 
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, Page):
             return item
-        html = self._writers["html"].append(item.html)
-        text = self._writers["text"].append(item.text.encode("utf-8"))
-        item.stored = page_record(item, html.as_dict(), text.as_dict())
+        try:
+            reason = HTTPStatus(item.status).phrase
+        except ValueError:
+            reason = ""
+        fetched_at = iso_time(item.fetched_at)
+        page = WarcPage(item.url, item.status, reason, item.http_headers, item.html, fetched_at)
+        if item.duplicate_of:  # its text is stored under the page it repeats
+            warc = self._warc.revisit(page, item.duplicate_of, exact=item.duplicate_kind == "exact")
+            item.stored = page_record(item, warc.as_dict(), None, None)
+            self.stats.inc_value("store/duplicates")
+        else:
+            warc, record_id, digest = self._warc.response(page)
+            text = self._warc.conversion(item.url, item.text, record_id, page.fetched_at)
+            item.stored = page_record(item, warc.as_dict(), text.as_dict(), digest)
+            self.stats.inc_value("store/pages")
+            self.stats.inc_value("store/html_bytes", len(item.html))
+            self.stats.inc_value("store/warc_bytes", warc.length + text.length)
         line = json.dumps(item.stored, ensure_ascii=False, separators=(",", ":")) + "\n"
-        meta = self._writers["meta"].append(line.encode("utf-8"))
-        self.stats.inc_value("store/pages")
-        self.stats.inc_value("store/html_bytes", len(item.html))
-        self.stats.inc_value("store/compressed_bytes", html.length + text.length + meta.length)
+        self._meta.append(line.encode("utf-8"))
         return item

@@ -240,6 +240,8 @@ class WebSpider(scrapy.Spider):
             title=extract_title(root) if parsed else "",
             content_type=(headers.get(b"Content-Type") or b"").decode("latin-1"),
             encoding=response.encoding,
+            http_headers=[(k.decode("latin-1"), v.decode("latin-1"))
+                          for k, values in headers.items() for v in values],
             etag=etag.decode("latin-1") if etag else None,
             last_modified=last_modified.decode("latin-1") if last_modified else None,
             links=links,

@@ -1,0 +1,63 @@
+"""``scrapy page URL``: print what the store holds of a URL (its latest record)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from crawler import settings as defaults
+from crawler.store import open_store
+from crawler.urls import normalize_url
+from crawler.warc import find_record, read_page
+
+if TYPE_CHECKING:
+    import argparse
+
+
+class Command(ScrapyCommand):
+    """Looks a URL up in ``STORE_URI`` and prints its metadata record (default), its
+    cleaned text (``--text``) or its HTML (``--html``). A duplicate's text and HTML are
+    those of the page it repeats, which is said on stderr."""
+
+    requires_project = False
+    default_settings = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "[--text | --html] <url>"
+
+    def short_desc(self) -> str:
+        return "Print the stored record, text or HTML of a URL"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        what = parser.add_mutually_exclusive_group()
+        what.add_argument("--text", action="store_true", help="print the cleaned text")
+        what.add_argument("--html", action="store_true", help="print the HTML as stored")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            raise UsageError("give one URL")
+        url = normalize_url(args[0])
+        if url is None:
+            raise UsageError(f"not an http(s) URL: {args[0]!r}")
+        store = open_store(self.settings.get("STORE_URI", defaults.STORE_URI))
+        record = find_record(store, url)
+        if record is None:
+            print(f"{url} is not in {store.root}", file=sys.stderr)
+            self.exitcode = 1
+            return
+        if not (opts.text or opts.html):
+            print(json.dumps(record, ensure_ascii=False, indent=2))
+            return
+        if record["duplicate_of"]:
+            print(f"{url} duplicates {record['duplicate_of']}; showing that page", file=sys.stderr)
+            record = find_record(store, record["duplicate_of"]) or record
+        html, text = read_page(store, record)
+        if opts.html:
+            sys.stdout.buffer.write(html or b"")
+        else:
+            print(text or "")

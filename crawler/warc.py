@@ -1,0 +1,165 @@
+"""Pages as WARC/1.1 (ISO 28500) through warcio: the archive format crawl users' tools read.
+
+Each record is its own gzip member in a ``.warc.gz`` file, so one page's record reads
+back alone with one ranged read of (offset, length), as Common Crawl's index allows.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from crawler.store import Location, iter_records
+
+if TYPE_CHECKING:
+    from typing import BinaryIO
+
+    from warcio.recordloader import ArcWarcRecord
+
+    from crawler.store import LocalStore
+
+# Headers describing the bytes on the wire, not the decoded body stored here.
+_WIRE_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+# Revisit profiles of our own: our duplicates are pages whose extracted *text* equals
+# (or nearly equals) an earlier page's, while their HTML payloads may differ, so
+# WARC 1.1's identical-payload-digest profile would not be true of them.
+SAME_TEXT_PROFILE = "urn:politecrawler:revisit/same-text"
+NEAR_TEXT_PROFILE = "urn:politecrawler:revisit/near-text"
+
+
+def payload_digest(body: bytes) -> str:
+    """WARC-Payload-Digest of ``body``: base32 SHA-1, as warcio and Common Crawl write it."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
+
+
+@dataclass(frozen=True)
+class WarcPage:
+    """What a page's records are made from."""
+
+    url: str
+    status: int
+    reason: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    fetched_at: str  # ISO 8601 UTC, the WARC-Date
+
+
+def _http_headers(page: WarcPage) -> StatusAndHeaders:
+    """The HTTP response head for the decoded body: wire-level encodings are dropped
+    (Scrapy decoded them) and Content-Length is the stored body's."""
+    headers = [(k, v) for k, v in page.headers if k.lower() not in _WIRE_HEADERS]
+    headers.append(("Content-Length", str(len(page.body))))
+    return StatusAndHeaders(f"{page.status} {page.reason}".strip(), headers, protocol="HTTP/1.1")
+
+
+class WarcFileWriter:
+    """Appends records to ``warc/<name>-<seq>.warc.gz`` under a store, rolling at a size;
+    each file starts with a warcinfo record."""
+
+    def __init__(self, store: LocalStore, name: str, roll_bytes: int, software: str) -> None:
+        self.store = store
+        self.name = name
+        self.roll_bytes = roll_bytes
+        self.software = software
+        self.sequence = 0
+        self._file: BinaryIO | None = None
+        self._file_name = ""
+        self._writer: WARCWriter | None = None
+
+    def _roll(self) -> None:
+        self.close()
+        self._file_name = f"warc/{self.name}-{self.sequence:05d}.warc.gz"
+        self.sequence += 1
+        self._file = self.store.open_append(self._file_name)
+        self._writer = WARCWriter(self._file, gzip=True, warc_version="WARC/1.1")
+        info = self._writer.create_warcinfo_record(
+            self._file_name.rsplit("/", 1)[1], {"software": self.software, "format": "WARC File Format 1.1"}
+        )
+        self._writer.write_record(info)
+
+    def _write(self, record: ArcWarcRecord) -> tuple[Location, str]:
+        if self._file is None or (self.roll_bytes and self._file.tell() >= self.roll_bytes):
+            self._roll()
+        offset = self._file.tell()
+        self._writer.write_record(record)
+        self._file.flush()
+        length = self._file.tell() - offset
+        return Location(self._file_name, offset, length), record.rec_headers.get_header("WARC-Record-ID")
+
+    def response(self, page: WarcPage) -> tuple[Location, str, str]:
+        """Write the response record; (location, record id, payload digest)."""
+        record = self._writer_for().create_warc_record(
+            page.url, "response", payload=io.BytesIO(page.body), http_headers=_http_headers(page),
+            warc_headers_dict={"WARC-Date": page.fetched_at},
+        )
+        location, record_id = self._write(record)
+        return location, record_id, record.rec_headers.get_header("WARC-Payload-Digest")
+
+    def revisit(self, page: WarcPage, refers_to_uri: str, exact: bool) -> Location:
+        """Write a revisit record for a duplicate: its HTTP head only, pointing at the page
+        whose text it repeats; the digest is of its own (unstored) payload."""
+        record = self._writer_for().create_warc_record(
+            page.url, "revisit", http_headers=_http_headers(page), warc_headers_dict={
+                "WARC-Date": page.fetched_at,
+                "WARC-Profile": SAME_TEXT_PROFILE if exact else NEAR_TEXT_PROFILE,
+                "WARC-Refers-To-Target-URI": refers_to_uri,
+                "WARC-Payload-Digest": payload_digest(page.body),
+            },
+        )
+        return self._write(record)[0]
+
+    def conversion(self, url: str, text: str, refers_to: str, fetched_at: str) -> Location:
+        """Write the cleaned text as a conversion record of the response ``refers_to``."""
+        record = self._writer_for().create_warc_record(
+            url, "conversion", payload=io.BytesIO(text.encode("utf-8")),
+            warc_content_type="text/plain; charset=utf-8",
+            warc_headers_dict={"WARC-Refers-To": refers_to, "WARC-Date": fetched_at},
+        )
+        return self._write(record)[0]
+
+    def _writer_for(self) -> WARCWriter:
+        if self._writer is None:
+            self._roll()
+        return self._writer
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            self._writer = None
+
+
+def read_record(store: LocalStore, location: dict | Location) -> ArcWarcRecord:
+    """The WARC record at ``location``, read with one ranged read; its ``payload`` is
+    read into ``record.payload`` (bytes) and the stream is closed."""
+    if isinstance(location, dict):
+        location = Location(**location)
+    data = store.read_range(location.file, location.offset, location.length)
+    record = next(iter(ArchiveIterator(io.BytesIO(data))))
+    record.payload = record.content_stream().read()
+    return record
+
+
+def read_page(store: LocalStore, record: dict) -> tuple[bytes | None, str | None]:
+    """(HTML as stored, cleaned text) of a page's metadata record; (None, None) for a
+    duplicate, whose record says which page holds its text (``duplicate_of``)."""
+    if record.get("text") is None:
+        return None, None
+    html = read_record(store, record["warc"]).payload
+    return html, read_record(store, record["text"]).payload.decode("utf-8")
+
+
+def find_record(store: LocalStore, url: str) -> dict | None:
+    """The latest metadata record of the normalised ``url`` (a scan of ``meta/``)."""
+    latest = None
+    for record in iter_records(store):
+        if record["url"] == url:
+            latest = record
+    return latest
