@@ -13,7 +13,7 @@ a documentation site. Each crawler runs as its own subprocess:
 * ours: ``python -m scrapy crawl web -a seeds=http://127.0.0.1:<port>/`` with the
   project settings (``SCRAPY_SETTINGS_MODULE=crawler.settings``). It extracts every
   page's text and title, hashes the text (SHA-256) and stores html + text + metadata
-  (gzip) under a temporary ``STORE_URI``.
+  (gzip WARC) under a temporary ``STORE_URI``.
 * stock: ``python -m scrapy runspider`` of a ``CrawlSpider`` with
   ``Rule(LinkExtractor(), callback="parse_item", follow=True)`` and
   ``allowed_domains = ["127.0.0.1"]`` whose callback yields nothing: it only follows
@@ -362,9 +362,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"- CPU/page ours/stock: {cpu_ratio:.2f}x raw, {net_ratio:.2f}x net of startup "
           "(below 1 means ours uses less CPU per page)")
     ours_stored = {int(r.stats.get("store/pages", 0)) for r in runs["ours"]}
-    stored_mb = max(r.stats.get("store/compressed_bytes", 0) for r in runs["ours"]) / 1e6
+    stored_mb = max(r.stats.get("store/warc_bytes", 0) for r in runs["ours"]) / 1e6
     print(f"- pages per run: ours {sorted({r.pages for r in runs['ours']})} (stored "
-          f"{sorted(ours_stored)}, {stored_mb:.1f} MB gzip), "
+          f"{sorted(ours_stored)}, {stored_mb:.1f} MB of gzip WARC), "
           f"stock {sorted({r.pages for r in runs['stock']})}, expected {expected}")
     all_pages = [r.pages for side in SIDES for r in runs[side]]
     same = min(all_pages) >= 0.98 * max(all_pages)
