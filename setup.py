@@ -24,7 +24,7 @@ setup(
         "warcio>=1.7,<2",
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6"],
+        "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "moto[server]>=5,<6"],
     },
     entry_points={"scrapy": ["settings = crawler.settings"]},
 )

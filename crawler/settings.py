@@ -69,6 +69,13 @@ SIMHASH_MIN_WORDS = 20
 STORE_URI = "crawl-data"
 # Roll a segment file when it reaches this size (bytes, compressed).
 STORE_ROLL_BYTES = 100 * 1024 * 1024
+# ...or when it is this old (seconds; 0: no limit), so an S3 store gets data regularly.
+STORE_ROLL_SECONDS = 300.0
+# s3:// stores: files are written here first and leave once uploaded.
+STORE_SPOOL_DIR = "crawl-spool"
+# An upload that fails is retried this many times, first after this delay, doubling.
+STORE_UPLOAD_RETRIES = 8
+STORE_UPLOAD_RETRY_DELAY = 1.0
 
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,

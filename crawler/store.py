@@ -1,8 +1,10 @@
-"""Where pages go: append-only segment files of gzip members under a store URI.
+"""Where pages go: append-only files of gzip members under a store URI.
 
 Each record is its own gzip member, so a file is a valid gzip stream (``zcat``
 reads it whole) and any one record reads back alone from its (file, offset,
-length), with one ranged read, as Common Crawl's WARC files allow.
+length), with one ranged read, as Common Crawl's WARC files allow. A store is a
+local directory (``LocalStore``) or an S3 bucket (``crawler.s3store.S3Store``):
+files are written locally, and ``finish(name)`` is called when one is complete.
 """
 
 from __future__ import annotations
@@ -16,8 +18,13 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import urlsplit
+
+from scrapy.settings import BaseSettings, Settings
+
+if TYPE_CHECKING:
+    from crawler.s3store import S3Store
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,18 @@ class LocalStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path.open("ab")
 
+    def finish(self, name: str) -> None:
+        """The file is complete: on a local disk, nothing more to do."""
+
+    def recover(self) -> None:
+        """Files of an earlier run need nothing: they are already in place."""
+
+    def counts(self) -> dict[str, int]:
+        return {}
+
+    async def wait(self) -> None:
+        """Until every finished file is safely stored: at once, here."""
+
     def read_range(self, name: str, offset: int, length: int) -> bytes:
         with (self.root / name).open("rb") as f:
             f.seek(offset)
@@ -59,51 +78,75 @@ class LocalStore:
         return sorted(f"{prefix}/{p.name}" for p in base.iterdir() if p.is_file())
 
 
-def open_store(uri: str) -> LocalStore:
-    """The store for ``STORE_URI``: a local directory (a path or ``file://``)."""
+def open_store(uri: str, settings: BaseSettings | None = None) -> LocalStore | S3Store:
+    """The store for ``STORE_URI``: a local directory (a path or ``file://``) or
+    ``s3://bucket/prefix`` (Scrapy's ``AWS_*`` settings, ``STORE_SPOOL_DIR``)."""
     parts = urlsplit(uri)
     if parts.scheme in ("", "file"):
         return LocalStore(parts.path if parts.scheme == "file" else uri)
-    raise ValueError(f"STORE_URI {uri!r}: unsupported scheme {parts.scheme!r}; use a local directory")
+    if parts.scheme == "s3":
+        from crawler.s3store import S3Store  # boto3 is imported only by crawls that use S3
+
+        return S3Store.from_settings(uri, settings or Settings())
+    raise ValueError(f"STORE_URI {uri!r}: unsupported scheme {parts.scheme!r}; "
+                     "use a local directory or s3://bucket/prefix")
 
 
-class SegmentWriter:
-    """Appends gzip members to ``<kind>/<name>-<seq>.<suffix>``, rolling files at a size."""
+class RollingFile:
+    """Appends to ``<kind>/<name>-<seq>.<suffix>`` under a store, starting a new file
+    once the current one reaches ``roll_bytes`` or ``roll_seconds`` of age (0: no
+    limit), and handing each complete file to the store (``finish``)."""
 
-    def __init__(
-        self, store: LocalStore, kind: str, name: str, suffix: str, roll_bytes: int, level: int
-    ) -> None:
+    def __init__(self, store: LocalStore | S3Store, kind: str, name: str, suffix: str,
+                 roll_bytes: int, roll_seconds: float = 0) -> None:
         self.store = store
         self.kind, self.name, self.suffix = kind, name, suffix
         self.roll_bytes = roll_bytes
-        self.level = level
+        self.roll_seconds = roll_seconds
         self.sequence = 0
+        self.file_name = ""
         self._file: BinaryIO | None = None
-        self._file_name = ""
-        self._size = 0
+        self._opened_at = 0.0
 
-    def append(self, data: bytes) -> Location:
-        """Write ``data`` as one gzip member; flushed to the OS before returning."""
-        if self._file is None or (self.roll_bytes and self._size >= self.roll_bytes):
-            self._roll()
-        member = gzip.compress(data, compresslevel=self.level, mtime=0)
-        offset = self._size
-        self._file.write(member)
-        self._file.flush()
-        self._size += len(member)
-        return Location(self._file_name, offset, len(member))
+    def current(self) -> BinaryIO:
+        """The file to append to now (a new one when the last is full or old)."""
+        file = self._file
+        if (file is None or (self.roll_bytes and file.tell() >= self.roll_bytes)
+                or (self.roll_seconds and time.monotonic() - self._opened_at >= self.roll_seconds)):
+            self.close()
+            self.file_name = f"{self.kind}/{self.name}-{self.sequence:05d}.{self.suffix}"
+            self.sequence += 1
+            file = self._file = self.store.open_append(self.file_name)
+            self._opened_at = time.monotonic()
+            self.opened(file)
+        return file
 
-    def _roll(self) -> None:
-        self.close()
-        self._file_name = f"{self.kind}/{self.name}-{self.sequence:05d}.{self.suffix}"
-        self.sequence += 1
-        self._file = self.store.open_append(self._file_name)
-        self._size = self._file.tell()
+    def opened(self, file: BinaryIO) -> None:
+        """A new file was started (a subclass may write a header record)."""
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
+            self.store.finish(self.file_name)
+
+
+class SegmentWriter(RollingFile):
+    """Appends each record as one gzip member; files roll as ``RollingFile`` says."""
+
+    def __init__(self, store: LocalStore | S3Store, kind: str, name: str, suffix: str,
+                 roll_bytes: int, level: int, roll_seconds: float = 0) -> None:
+        super().__init__(store, kind, name, suffix, roll_bytes, roll_seconds)
+        self.level = level
+
+    def append(self, data: bytes) -> Location:
+        """Write ``data`` as one gzip member; flushed to the OS before returning."""
+        file = self.current()
+        member = gzip.compress(data, compresslevel=self.level, mtime=0)
+        offset = file.tell()
+        file.write(member)
+        file.flush()
+        return Location(self.file_name, offset, len(member))
 
 
 def segment_name() -> str:

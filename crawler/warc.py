@@ -16,13 +16,14 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from crawler.store import Location, iter_records
+from crawler.store import Location, RollingFile, iter_records
 
 if TYPE_CHECKING:
     from typing import BinaryIO
 
     from warcio.recordloader import ArcWarcRecord
 
+    from crawler.s3store import S3Store
     from crawler.store import LocalStore
 
 # Headers describing the bytes on the wire, not the decoded body stored here.
@@ -59,43 +60,34 @@ def _http_headers(page: WarcPage) -> StatusAndHeaders:
     return StatusAndHeaders(f"{page.status} {page.reason}".strip(), headers, protocol="HTTP/1.1")
 
 
-class WarcFileWriter:
-    """Appends records to ``warc/<name>-<seq>.warc.gz`` under a store, rolling at a size;
-    each file starts with a warcinfo record."""
+class WarcFileWriter(RollingFile):
+    """Appends records to ``warc/<name>-<seq>.warc.gz``; each file starts with a
+    warcinfo record and rolls as ``RollingFile`` says."""
 
-    def __init__(self, store: LocalStore, name: str, roll_bytes: int, software: str) -> None:
-        self.store = store
-        self.name = name
-        self.roll_bytes = roll_bytes
+    def __init__(self, store: LocalStore | S3Store, name: str, roll_bytes: int, software: str,
+                 roll_seconds: float = 0) -> None:
+        super().__init__(store, "warc", name, "warc.gz", roll_bytes, roll_seconds)
         self.software = software
-        self.sequence = 0
-        self._file: BinaryIO | None = None
-        self._file_name = ""
         self._writer: WARCWriter | None = None
 
-    def _roll(self) -> None:
-        self.close()
-        self._file_name = f"warc/{self.name}-{self.sequence:05d}.warc.gz"
-        self.sequence += 1
-        self._file = self.store.open_append(self._file_name)
-        self._writer = WARCWriter(self._file, gzip=True, warc_version="WARC/1.1")
+    def opened(self, file: BinaryIO) -> None:
+        self._writer = WARCWriter(file, gzip=True, warc_version="WARC/1.1")
         info = self._writer.create_warcinfo_record(
-            self._file_name.rsplit("/", 1)[1], {"software": self.software, "format": "WARC File Format 1.1"}
+            self.file_name.rsplit("/", 1)[1], {"software": self.software, "format": "WARC File Format 1.1"}
         )
         self._writer.write_record(info)
 
     def _write(self, record: ArcWarcRecord) -> tuple[Location, str]:
-        if self._file is None or (self.roll_bytes and self._file.tell() >= self.roll_bytes):
-            self._roll()
-        offset = self._file.tell()
+        file = self.current()
+        offset = file.tell()
         self._writer.write_record(record)
-        self._file.flush()
-        length = self._file.tell() - offset
-        return Location(self._file_name, offset, length), record.rec_headers.get_header("WARC-Record-ID")
+        file.flush()
+        location = Location(self.file_name, offset, file.tell() - offset)
+        return location, record.rec_headers.get_header("WARC-Record-ID")
 
     def response(self, page: WarcPage) -> tuple[Location, str, str]:
         """Write the response record; (location, record id, payload digest)."""
-        record = self._writer_for().create_warc_record(
+        record = self._builder().create_warc_record(
             page.url, "response", payload=io.BytesIO(page.body), http_headers=_http_headers(page),
             warc_headers_dict={"WARC-Date": page.fetched_at},
         )
@@ -105,7 +97,7 @@ class WarcFileWriter:
     def revisit(self, page: WarcPage, refers_to_uri: str, exact: bool) -> Location:
         """Write a revisit record for a duplicate: its HTTP head only, pointing at the page
         whose text it repeats; the digest is of its own (unstored) payload."""
-        record = self._writer_for().create_warc_record(
+        record = self._builder().create_warc_record(
             page.url, "revisit", http_headers=_http_headers(page), warc_headers_dict={
                 "WARC-Date": page.fetched_at,
                 "WARC-Profile": SAME_TEXT_PROFILE if exact else NEAR_TEXT_PROFILE,
@@ -117,23 +109,16 @@ class WarcFileWriter:
 
     def conversion(self, url: str, text: str, refers_to: str, fetched_at: str) -> Location:
         """Write the cleaned text as a conversion record of the response ``refers_to``."""
-        record = self._writer_for().create_warc_record(
+        record = self._builder().create_warc_record(
             url, "conversion", payload=io.BytesIO(text.encode("utf-8")),
             warc_content_type="text/plain; charset=utf-8",
             warc_headers_dict={"WARC-Refers-To": refers_to, "WARC-Date": fetched_at},
         )
         return self._write(record)[0]
 
-    def _writer_for(self) -> WARCWriter:
-        if self._writer is None:
-            self._roll()
+    def _builder(self) -> WARCWriter:
+        self.current()  # a record is built by the writer of the file it will go to
         return self._writer
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-            self._writer = None
 
 
 def read_record(store: LocalStore, location: dict | Location) -> ArcWarcRecord:

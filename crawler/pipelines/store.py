@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
+    from crawler.s3store import S3Store
+
 logger = logging.getLogger(__name__)
 
 _META_COMPRESSION = 6
@@ -58,15 +60,18 @@ class PageStorePipeline:
     response, body as decoded) and a ``conversion`` record (the cleaned text), or for a
     duplicate a ``revisit`` record pointing at the page it repeats; each record its own
     gzip member. ``meta/<segment>.jsonl.gz``: one JSON record per page with where its
-    records are (file, offset, length). Files roll at ``STORE_ROLL_BYTES``.
+    records are (file, offset, length). Files roll at ``STORE_ROLL_BYTES`` or
+    ``STORE_ROLL_SECONDS``; with an ``s3://`` store each complete file is uploaded.
     Stats: ``store/pages``, ``store/duplicates``, ``store/html_bytes``,
     ``store/warc_bytes``.
     """
 
-    def __init__(self, store: LocalStore, stats: StatsCollector, roll_bytes: int) -> None:
+    def __init__(self, store: LocalStore | S3Store, stats: StatsCollector, roll_bytes: int,
+                 roll_seconds: float = 0) -> None:
         self.store = store
         self.stats = stats
         self.roll_bytes = roll_bytes
+        self.roll_seconds = roll_seconds
         self._warc: WarcFileWriter | None = None
         self._meta: SegmentWriter | None = None
 
@@ -74,21 +79,27 @@ class PageStorePipeline:
     def from_crawler(cls, crawler: Crawler) -> PageStorePipeline:
         settings = crawler.settings
         return cls(
-            open_store(settings.get("STORE_URI", defaults.STORE_URI)),
+            open_store(settings.get("STORE_URI", defaults.STORE_URI), settings),
             crawler.stats,
             settings.getint("STORE_ROLL_BYTES", defaults.STORE_ROLL_BYTES),
+            settings.getfloat("STORE_ROLL_SECONDS", defaults.STORE_ROLL_SECONDS),
         )
 
     def open_spider(self) -> None:
+        self.store.recover()
         name = segment_name()
         software = f"politecrawler (Scrapy {scrapy.__version__})"
-        self._warc = WarcFileWriter(self.store, name, self.roll_bytes, software)
-        self._meta = SegmentWriter(self.store, "meta", name, "jsonl.gz", self.roll_bytes, _META_COMPRESSION)
+        self._warc = WarcFileWriter(self.store, name, self.roll_bytes, software, self.roll_seconds)
+        self._meta = SegmentWriter(self.store, "meta", name, "jsonl.gz", self.roll_bytes,
+                                   _META_COMPRESSION, self.roll_seconds)
         logger.info("Storing pages under %s", self.store.root)
 
-    def close_spider(self) -> None:
+    async def close_spider(self) -> None:
         self._warc.close()
         self._meta.close()
+        await self.store.wait()
+        for key, value in self.store.counts().items():
+            self.stats.set_value(f"store/{key}", value)
 
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, Page):

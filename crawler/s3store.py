@@ -1,0 +1,164 @@
+"""A page store in S3 or any S3-compatible server (MinIO, Ceph, moto), through boto3."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+from urllib.parse import urlsplit
+
+import boto3
+from boto3.exceptions import S3UploadFailedError
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+from twisted.internet.defer import Deferred, DeferredList
+from twisted.internet.threads import deferToThread
+
+from crawler import settings as defaults
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
+
+_MULTIPART = TransferConfig(multipart_threshold=16 * 1024 * 1024, multipart_chunksize=16 * 1024 * 1024)
+
+
+class S3Store:
+    """Files under ``s3://bucket/prefix``, written through a local spool directory.
+
+    A file is appended to locally (``STORE_SPOOL_DIR``) and uploaded when complete
+    (``finish``: at each roll and at close; multipart above 16 MiB) in a thread, so the
+    crawl does not wait. A failed upload is retried ``STORE_UPLOAD_RETRIES`` times with
+    doubling delays; a file that still fails, or that a killed run left behind, stays
+    in the spool and is uploaded when a crawl next opens the store. A file leaves the
+    spool only once S3 has it: no page is lost. Reads (``read_range`` with an HTTP
+    Range, ``list``, ``read``) see both S3 and the spool.
+    """
+
+    def __init__(self, uri: str, client: object, spool_dir: str | Path, retries: int = 8,
+                 retry_delay: float = 1.0) -> None:
+        parts = urlsplit(uri)
+        if not parts.netloc:
+            raise ValueError(f"STORE_URI {uri!r}: no bucket; use s3://bucket/prefix")
+        self.root = uri
+        self.bucket = parts.netloc
+        self.prefix = parts.path.strip("/")
+        self.client = client
+        self.spool = Path(spool_dir) / self.bucket / self.prefix
+        self.retries = retries
+        self.retry_delay = retry_delay
+        self._uploads: list[Deferred] = []
+        self.uploaded = 0
+        self.failed = 0
+
+    @classmethod
+    def from_settings(cls, uri: str, settings: BaseSettings) -> S3Store:
+        """With Scrapy's ``AWS_*`` settings (``AWS_ENDPOINT_URL`` for MinIO and the like)."""
+        client = boto3.session.Session().client(
+            "s3",
+            aws_access_key_id=settings.get("AWS_ACCESS_KEY_ID"),
+            aws_secret_access_key=settings.get("AWS_SECRET_ACCESS_KEY"),
+            aws_session_token=settings.get("AWS_SESSION_TOKEN"),
+            endpoint_url=settings.get("AWS_ENDPOINT_URL") or None,
+            region_name=settings.get("AWS_REGION_NAME") or None,
+            use_ssl=settings.getbool("AWS_USE_SSL", True),
+            verify=settings.get("AWS_VERIFY"),
+            config=Config(retries={"max_attempts": 2, "mode": "standard"}),
+        )
+        return cls(
+            uri, client, settings.get("STORE_SPOOL_DIR", defaults.STORE_SPOOL_DIR),
+            settings.getint("STORE_UPLOAD_RETRIES", defaults.STORE_UPLOAD_RETRIES),
+            settings.getfloat("STORE_UPLOAD_RETRY_DELAY", defaults.STORE_UPLOAD_RETRY_DELAY),
+        )
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}/{name}" if self.prefix else name
+
+    # ---------------------------------------------------------------- writing
+
+    def open_append(self, name: str) -> BinaryIO:
+        path = self.spool / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.open("ab")
+
+    def finish(self, name: str) -> None:
+        """Upload the complete file ``name`` in a thread (``wait`` waits for it)."""
+        upload = deferToThread(self.upload, name)
+        upload.addErrback(lambda failure: logger.error("Upload of %s: %s", name, failure.getTraceback()))
+        self._uploads.append(upload)
+
+    def recover(self) -> None:
+        """Upload what the spool still holds: files of a run that was killed, or whose
+        uploads kept failing. Call before writing: files being written are not complete."""
+        for path in sorted(p for p in self.spool.rglob("*") if p.is_file()):
+            name = path.relative_to(self.spool).as_posix()
+            logger.info("Uploading %s left in the spool by an earlier run", name)
+            self.finish(name)
+
+    def upload(self, name: str) -> bool:
+        """Upload one spooled file, retrying with doubling delays; on success it leaves
+        the spool. Blocking: runs in a thread."""
+        path = self.spool / name
+        delay = self.retry_delay
+        for attempt in range(self.retries + 1):
+            try:
+                self.client.upload_file(str(path), self.bucket, self.key(name), Config=_MULTIPART)
+            except (BotoCoreError, ClientError, S3UploadFailedError, OSError) as error:
+                if attempt == self.retries:
+                    self.failed += 1
+                    logger.error("Upload of %s failed %d times (%s); it stays in %s for the next run",
+                                 name, attempt + 1, error, self.spool)
+                    return False
+                logger.warning("Upload of %s failed (%s); retrying in %.1f s", name, error, delay)
+                time.sleep(delay)
+                delay = min(60.0, delay * 2)
+            else:
+                path.unlink()
+                self.uploaded += 1
+                return True
+        return False
+
+    def counts(self) -> dict[str, int]:
+        """Files uploaded, and files whose upload gave up (left in the spool)."""
+        return {"uploaded_files": self.uploaded, "upload_failures": self.failed}
+
+    async def wait(self) -> None:
+        """Until every finished file is uploaded, or has given up and stays spooled."""
+        from scrapy.utils.defer import maybe_deferred_to_future
+
+        uploads, self._uploads = self._uploads, []
+        if uploads:
+            await maybe_deferred_to_future(DeferredList(uploads, consumeErrors=True))
+
+    # ---------------------------------------------------------------- reading
+
+    def read_range(self, name: str, offset: int, length: int) -> bytes:
+        path = self.spool / name
+        if path.is_file():
+            with path.open("rb") as f:
+                f.seek(offset)
+                return f.read(length)
+        answer = self.client.get_object(Bucket=self.bucket, Key=self.key(name),
+                                        Range=f"bytes={offset}-{offset + length - 1}")
+        return answer["Body"].read()
+
+    def read(self, name: str) -> bytes:
+        path = self.spool / name
+        if path.is_file():
+            return path.read_bytes()
+        return self.client.get_object(Bucket=self.bucket, Key=self.key(name))["Body"].read()
+
+    def list(self, prefix: str) -> list[str]:
+        """Names of the files under ``prefix``, in S3 or still spooled, sorted."""
+        names = set()
+        start = self.key(prefix) + "/"
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=start):
+            for item in page.get("Contents", []):
+                names.add(item["Key"][len(self.key("")):] if self.prefix else item["Key"])
+        spooled = self.spool / prefix
+        if spooled.is_dir():
+            names.update(f"{prefix}/{p.name}" for p in spooled.iterdir() if p.is_file())
+        return sorted(names)
