@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from redis import Redis
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import call_later
@@ -19,6 +20,7 @@ from crawler import signals as crawler_signals
 from crawler.frontier.codec import request_from_json, request_to_json
 from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels, parse_retry_after
+from crawler.frontier.redis import RedisFrontier
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -48,12 +50,15 @@ class FrontierScheduler(BaseScheduler):
     engine calls it. When nothing is due, the scheduler wakes the engine as the next
     host falls due, instead of leaving it to the 5-second heartbeat.
 
-    Settings: ``FRONTIER_DIR``, ``CRAWL_ID``, ``POLITENESS_*``, ``HOST_PAGE_BUDGET``,
+    The frontier is embedded (SQLite under ``FRONTIER_DIR``) or, with ``REDIS_URL``,
+    shared in Redis by every worker started with the same ``CRAWL_ID``.
+
+    Settings: ``REDIS_URL``, ``FRONTIER_DIR``, ``CRAWL_ID``, ``POLITENESS_*``, ``HOST_PAGE_BUDGET``,
     ``FRONTIER_PRIORITY_LEVELS``, ``FRONTIER_LEASE_SECONDS``,
     ``FRONTIER_COMMIT_INTERVAL``, ``FRONTIER_CACHE_KIB``.
     """
 
-    def __init__(self, crawler: Crawler, frontier: EmbeddedFrontier, levels: PriorityLevels,
+    def __init__(self, crawler: Crawler, frontier: EmbeddedFrontier | RedisFrontier, levels: PriorityLevels,
                  commit_interval: float) -> None:
         self.crawler = crawler
         self.frontier = frontier
@@ -83,20 +88,24 @@ class FrontierScheduler(BaseScheduler):
         )
         levels = PriorityLevels(s.getint("FRONTIER_PRIORITY_LEVELS", defaults.FRONTIER_PRIORITY_LEVELS))
         crawl_id = s.get("CRAWL_ID") or crawler.spidercls.name
-        path = Path(s.get("FRONTIER_DIR", defaults.FRONTIER_DIR)) / crawl_id / "frontier.sqlite"
-        frontier = EmbeddedFrontier(
-            path,
-            policy=policy,
-            levels=levels,
-            budget=HostBudget(s.getint("HOST_PAGE_BUDGET", defaults.HOST_PAGE_BUDGET)),
-            lease_seconds=s.getfloat("FRONTIER_LEASE_SECONDS", defaults.FRONTIER_LEASE_SECONDS),
-            cache_kib=s.getint("FRONTIER_CACHE_KIB", defaults.FRONTIER_CACHE_KIB),
-            hold_new_hosts=s.getbool("POLITENESS_PER_IP", defaults.POLITENESS_PER_IP),
-        )
+        common = {
+            "policy": policy,
+            "levels": levels,
+            "budget": HostBudget(s.getint("HOST_PAGE_BUDGET", defaults.HOST_PAGE_BUDGET)),
+            "lease_seconds": s.getfloat("FRONTIER_LEASE_SECONDS", defaults.FRONTIER_LEASE_SECONDS),
+            "hold_new_hosts": s.getbool("POLITENESS_PER_IP", defaults.POLITENESS_PER_IP),
+        }
+        frontier: EmbeddedFrontier | RedisFrontier
+        if s.get("REDIS_URL"):
+            frontier = RedisFrontier(Redis.from_url(s.get("REDIS_URL")), crawl_id, **common)
+        else:
+            path = Path(s.get("FRONTIER_DIR", defaults.FRONTIER_DIR)) / crawl_id / "frontier.sqlite"
+            frontier = EmbeddedFrontier(
+                path, cache_kib=s.getint("FRONTIER_CACHE_KIB", defaults.FRONTIER_CACHE_KIB), **common)
         if s.getfloat("DOWNLOAD_DELAY") or s.getbool("AUTOTHROTTLE_ENABLED"):
             logger.warning("FrontierScheduler keeps politeness itself: set DOWNLOAD_DELAY = 0 and "
                            "AUTOTHROTTLE_ENABLED = False, or Scrapy adds delays of its own.")
-        logger.info("Frontier state in %s", path)
+        logger.info("Frontier state: %s", frontier.describe())
         return cls(crawler, frontier, levels, s.getfloat(
             "FRONTIER_COMMIT_INTERVAL", defaults.FRONTIER_COMMIT_INTERVAL))
 
@@ -109,7 +118,7 @@ class FrontierScheduler(BaseScheduler):
             logger.warning(
                 "This crawl already finished (%d URLs done, state in %s): URLs seen then are not "
                 "fetched again. To start a fresh crawl, delete that directory or set another CRAWL_ID.",
-                done, Path(self.frontier.db_path).parent,
+                done, self.frontier.describe(),
             )
         elif done:
             logger.info("Resuming the crawl: %d URLs done, %d queued", done, self.frontier.queued)

@@ -132,6 +132,9 @@ FRONTIER_PRIORITY_LEVELS = 4
 # the same command resumes that crawl. CRAWL_ID defaults to the spider's name.
 FRONTIER_DIR = "crawl-state"
 CRAWL_ID = ""
+# With a Redis URL (redis://host:port/db), the frontier is shared in Redis by every
+# worker of the crawl (same CRAWL_ID) instead of embedded.
+REDIS_URL = ""
 # A URL leased and neither acked nor retried within this time is queued again.
 FRONTIER_LEASE_SECONDS = 600.0
 # Frontier writes are committed this often: a kill -9 loses at most this much

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
+import redis
+from redis_server import RedisServer
 
 from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
+from crawler.frontier.redis import RedisFrontier
 from crawler.urls import url_fingerprint
 
 POLICY = PolitenessPolicy(min_delay=1.0, delay_factor=10.0, max_delay=30.0, backoff_max=3600.0)
@@ -16,11 +21,26 @@ def entry(url: str, host: str | None = None, level: int = 0) -> Entry:
     return Entry(url_fingerprint(url), host, level, url)
 
 
-@pytest.fixture
-def make_frontier(tmp_path):
-    def make(**kwargs) -> EmbeddedFrontier:
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(params=["embedded", "redis"])
+def make_frontier(request, tmp_path):
+    """Each contract test runs against both backends."""
+    crawl_id = uuid.uuid4().hex
+
+    def make(**kwargs) -> EmbeddedFrontier | RedisFrontier:
         kwargs.setdefault("policy", POLICY)
-        return EmbeddedFrontier(kwargs.pop("path", ":memory:"), **kwargs)
+        if request.param == "embedded":
+            return EmbeddedFrontier(kwargs.pop("path", ":memory:"), **kwargs)
+        kwargs.pop("path", None)
+        client = redis.Redis.from_url(request.getfixturevalue("redis_url"))
+        return RedisFrontier(client, crawl_id, **kwargs)
+    make.backend = request.param
     return make
 
 
@@ -149,6 +169,8 @@ def test_hosts_come_in_order_of_earliest_allowed_time(make_frontier):
 
 
 def test_state_survives_a_crash_and_leases_are_requeued(make_frontier, tmp_path):
+    if make_frontier.backend != "embedded":
+        pytest.skip("the embedded backend's own file; Redis state is shared by design")
     path = tmp_path / "frontier.sqlite"
     f = make_frontier(path=path)
     f.add([entry(f"http://a.test/{i}") for i in range(3)])
@@ -187,3 +209,28 @@ def test_hosts_with_one_politeness_key_share_one_fetch_and_one_gap(make_frontier
     assert f.fetched(shared.fp, shared.token, 1.0, 0.01, 200) == 1.0
     assert f.next(1.5) == pytest.approx(0.5)  # and for the gap after it
     assert claim(f, 2.0).host in {"a.test", "b.test"} - {shared.host}
+
+
+def test_workers_sharing_a_redis_frontier_never_fetch_one_host_at_once(redis_url):
+    crawl_id = uuid.uuid4().hex
+    one, two = (RedisFrontier(redis.Redis.from_url(redis_url), crawl_id, policy=POLICY) for _ in range(2))
+    one.add([entry(f"http://a.test/{i}") for i in range(3)])
+    assert two.add([entry("http://a.test/0")]) == [False]  # seen by the whole crawl
+    c = claim(one, 0.0)
+    assert two.next(0.0) is None  # a.test is in flight at the other worker
+    assert one.fetched(c.fp, c.token, 0.5, 0.01, 200) == 1.0
+    assert two.next(1.0) == pytest.approx(0.5)  # and its gap holds across workers
+    assert claim(two, 1.5).host == "a.test"
+
+
+def test_a_dead_workers_lease_is_given_to_another_after_it_expires(redis_url):
+    crawl_id = uuid.uuid4().hex
+    dead = RedisFrontier(redis.Redis.from_url(redis_url), crawl_id, policy=POLICY, lease_seconds=30)
+    alive = RedisFrontier(redis.Redis.from_url(redis_url), crawl_id, policy=POLICY, lease_seconds=30)
+    dead.add([entry("http://a.test/1")])
+    lost = claim(dead, 0.0)  # ...and the worker is killed
+    assert alive.next(10.0) is None and alive.has_pending()
+    assert alive.reap(31.0) == 1
+    again = claim(alive, 31.0)
+    assert again.fp == lost.fp
+    assert alive.ack(again.fp, again.token) and not alive.has_pending()

@@ -426,6 +426,10 @@ class EmbeddedFrontier:
     def put(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO crawl (key, value) VALUES (?, ?)", (key, value))
 
+    def describe(self) -> str:
+        """Where the state is, for log lines."""
+        return str(self.db_path.parent)
+
     def commit(self) -> None:
         self.db.commit()
 

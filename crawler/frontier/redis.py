@@ -1,0 +1,367 @@
+"""The shared frontier: one crawl's state in Redis, for many workers on many machines.
+
+Same contract and same policy as ``EmbeddedFrontier``; the state lives under keys
+``crawl:{<crawl id>}:...`` (one hash slot: a crawl fits one Redis Cluster node), and
+every step that reads and writes it (add-if-unseen, claim, release after a fetch,
+ack, requeue, reap) is one Lua script, so workers never see half a step. Across all
+workers a politeness key has at most one fetch in flight, and a lease a dead worker
+held is given out again once it expires. Requests are stored as JSON, never pickles.
+
+Layout (P = ``crawl:{id}:``): ``P seen`` set of 8-byte fingerprints; ``P q:<host>:<level>``
+lists of queued entries; ``P host:<host>`` hash (group key, fetched, WRR credits);
+``P group:<key>`` hash (next_allowed, backoff, last_gap, crawl_delay, busy) and
+``P members:<key>`` set of its hosts; ``P ready`` sorted set of claimable hosts by
+allowed time; ``P lease:<fp>`` hash and ``P leases`` sorted set by expiry;
+``P counters`` hash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from redis import Redis
+
+from crawler.frontier.embedded import Claim, Entry
+from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
+
+_COMMON = """
+local P = KEYS[1]
+local function schedule(host)
+  -- put a host in the ready set if it has queued URLs, is not held, and its group is free
+  local h = P .. 'host:' .. host
+  if redis.call('HGET', h, 'held') == '1' then return end
+  local queued = 0
+  for level = 0, tonumber(ARGV_LEVELS) - 1 do
+    queued = queued + redis.call('LLEN', P .. 'q:' .. host .. ':' .. level)
+  end
+  if queued == 0 then return end
+  local budget = tonumber(ARGV_BUDGET)
+  if budget > 0 and tonumber(redis.call('HGET', h, 'fetched') or '0') >= budget then
+    for level = 0, tonumber(ARGV_LEVELS) - 1 do
+      local q = P .. 'q:' .. host .. ':' .. level
+      local n = redis.call('LLEN', q)
+      if n > 0 then
+        redis.call('DEL', q)
+        redis.call('HINCRBY', P .. 'counters', 'queued', -n)
+        redis.call('HINCRBY', P .. 'counters', 'dropped/budget', n)
+      end
+    end
+    return
+  end
+  local g = P .. 'group:' .. redis.call('HGET', h, 'group')
+  if redis.call('HGET', g, 'busy') then return end
+  redis.call('ZADD', P .. 'ready', tonumber(redis.call('HGET', g, 'next_allowed') or '0'), host)
+end
+local function release(group)
+  local g = P .. 'group:' .. group
+  redis.call('HDEL', g, 'busy')
+  for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do schedule(member) end
+end
+local function ensure_host(host, held)
+  local h = P .. 'host:' .. host
+  if redis.call('EXISTS', h) == 0 then
+    redis.call('HSET', h, 'group', host, 'fetched', 0, 'held', held)
+    redis.call('SADD', P .. 'members:' .. host, host)
+  end
+  return h
+end
+"""
+
+
+def _script(body: str) -> str:
+    """A Lua script: KEYS[1] the crawl prefix, ARGV[1] levels, ARGV[2] budget, then its own."""
+    common = _COMMON.replace("ARGV_LEVELS", "ARGV[1]").replace("ARGV_BUDGET", "ARGV[2]")
+    return common + body
+
+
+_ADD = _script("""
+-- ARGV[3] held flag for new hosts, ARGV[4] force; then (fp, host, level, request) x n
+local added = {}
+local held, force = ARGV[3], ARGV[4] == '1'
+for i = 5, #ARGV, 4 do
+  local fp, host, level, request = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local h = ensure_host(host, held)
+  local budget = tonumber(ARGV[2])
+  local new = redis.call('SADD', P .. 'seen', fp) == 1
+  if not new and force and redis.call('EXISTS', P .. 'lease:' .. fp) == 0 then new = true end
+  if new and budget > 0 and tonumber(redis.call('HGET', h, 'fetched')) >= budget then
+    redis.call('HINCRBY', P .. 'counters', 'dropped/budget', 1)
+    new = false
+  elseif not new then
+    redis.call('HINCRBY', P .. 'counters', 'dropped/seen', 1)
+  end
+  if new then
+    redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, cjson.encode({fp, request}))
+    redis.call('HINCRBY', P .. 'counters', 'queued', 1)
+    schedule(host)
+  end
+  added[#added + 1] = new and 1 or 0
+end
+return added
+""")
+
+_CLAIM = _script("""
+-- ARGV[3] now, ARGV[4] lease expiry, ARGV[5] token; weights per level follow
+local now = tonumber(ARGV[3])
+while true do
+  local top = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
+  if #top == 0 then return nil end
+  local host, allowed = top[1], tonumber(top[2])
+  if allowed > now then return {'wait', tostring(allowed - now)} end
+  redis.call('ZREM', P .. 'ready', host)
+  local h = P .. 'host:' .. host
+  local group = redis.call('HGET', h, 'group')
+  local g = P .. 'group:' .. group
+  local group_allowed = tonumber(redis.call('HGET', g, 'next_allowed') or '0')
+  if redis.call('HGET', h, 'held') ~= '1' and not redis.call('HGET', g, 'busy') then
+    if group_allowed > allowed then
+      schedule(host)  -- another host of its group fetched since: back at the right time
+    else
+      -- smooth weighted round robin among non-empty levels
+      local best, total, credits = -1, 0, {}
+      for level = 0, tonumber(ARGV[1]) - 1 do
+        credits[level] = tonumber(redis.call('HGET', h, 'c' .. level) or '0')
+        if redis.call('LLEN', P .. 'q:' .. host .. ':' .. level) > 0 then
+          local w = tonumber(ARGV[6 + level])
+          credits[level] = credits[level] + w
+          total = total + w
+          if best < 0 or credits[level] > credits[best] then best = level end
+        end
+      end
+      if best >= 0 then
+        credits[best] = credits[best] - total
+        for level = 0, tonumber(ARGV[1]) - 1 do redis.call('HSET', h, 'c' .. level, credits[level]) end
+        local entry = cjson.decode(redis.call('LPOP', P .. 'q:' .. host .. ':' .. best))
+        local fp, request = entry[1], entry[2]
+        redis.call('HINCRBY', P .. 'counters', 'queued', -1)
+        redis.call('HINCRBY', h, 'fetched', 1)
+        redis.call('HSET', g, 'busy', fp)
+        for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do
+          redis.call('ZREM', P .. 'ready', member)
+        end
+        redis.call('HSET', P .. 'lease:' .. fp, 'token', ARGV[5], 'host', host, 'level', best,
+                   'request', request, 'fetching', 1)
+        redis.call('ZADD', P .. 'leases', tonumber(ARGV[4]), fp)
+        return {'claim', fp, ARGV[5], host, request}
+      end
+    end
+  end
+end
+""")
+
+_FETCHED = _script("""
+-- ARGV[3] fp, ARGV[4] token, ARGV[5] next_allowed, ARGV[6] backoff, ARGV[7] last_gap
+local l = P .. 'lease:' .. ARGV[3]
+if redis.call('HGET', l, 'token') ~= ARGV[4] or redis.call('HGET', l, 'fetching') ~= '1' then return 0 end
+redis.call('HSET', l, 'fetching', 0)
+local group = redis.call('HGET', P .. 'host:' .. redis.call('HGET', l, 'host'), 'group')
+redis.call('HSET', P .. 'group:' .. group, 'next_allowed', ARGV[5], 'backoff', ARGV[6], 'last_gap', ARGV[7])
+release(group)
+return 1
+""")
+
+_ACK = _script("""
+-- ARGV[3] fp, ARGV[4] token, ARGV[5] '1' to requeue with request ARGV[6] (a retry)
+local fp = ARGV[3]
+local l = P .. 'lease:' .. fp
+if redis.call('HGET', l, 'token') ~= ARGV[4] then return 0 end
+local host, fetching = redis.call('HGET', l, 'host'), redis.call('HGET', l, 'fetching')
+if ARGV[5] == '1' then
+  local level = redis.call('HGET', l, 'level')
+  redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, cjson.encode({fp, ARGV[6]}))
+  redis.call('HINCRBY', P .. 'counters', 'queued', 1)
+end
+redis.call('DEL', l)
+redis.call('ZREM', P .. 'leases', fp)
+if fetching == '1' then
+  release(redis.call('HGET', P .. 'host:' .. host, 'group'))
+else
+  schedule(host)
+end
+return 1
+""")
+
+_REAP = _script("""
+-- ARGV[3] now: requeue every expired lease; returns how many
+local expired = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', ARGV[3])
+for _, fp in ipairs(expired) do
+  local l = P .. 'lease:' .. fp
+  local host, level = redis.call('HGET', l, 'host'), redis.call('HGET', l, 'level')
+  redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, cjson.encode({fp, redis.call('HGET', l, 'request')}))
+  redis.call('HINCRBY', P .. 'counters', 'queued', 1)
+  local fetching = redis.call('HGET', l, 'fetching')
+  redis.call('DEL', l)
+  redis.call('ZREM', P .. 'leases', fp)
+  local group = redis.call('HGET', P .. 'host:' .. host, 'group')
+  if fetching == '1' and redis.call('HGET', P .. 'group:' .. group, 'busy') == fp then
+    release(group)
+  else
+    schedule(host)
+  end
+end
+if #expired > 0 then redis.call('HINCRBY', P .. 'counters', 'leases/expired', #expired) end
+return #expired
+""")
+
+_KEY = _script("""
+-- ARGV[3] host, ARGV[4] politeness key, ARGV[5] 'defer' until / 'delay' crawl delay / 'key'
+local host, value, what = ARGV[3], ARGV[4], ARGV[5]
+local h = ensure_host(host, '0')
+local group = redis.call('HGET', h, 'group')
+if what == 'key' then
+  if group ~= value then
+    redis.call('SREM', P .. 'members:' .. group, host)
+    redis.call('SADD', P .. 'members:' .. value, host)
+    redis.call('HSET', h, 'group', value)
+    local g = P .. 'group:' .. value
+    if redis.call('EXISTS', g) == 0 then
+      redis.call('HSET', g, 'next_allowed', redis.call('HGET', P .. 'group:' .. group, 'next_allowed') or 0)
+    end
+  end
+  redis.call('HSET', h, 'held', '0')
+elseif what == 'defer' then
+  local g = P .. 'group:' .. group
+  local now_allowed = tonumber(redis.call('HGET', g, 'next_allowed') or '0')
+  if tonumber(value) > now_allowed then redis.call('HSET', g, 'next_allowed', value) end
+else
+  redis.call('HSET', P .. 'group:' .. group, 'crawl_delay', value)
+end
+redis.call('ZREM', P .. 'ready', host)
+schedule(host)
+return 1
+""")
+
+
+class RedisFrontier:
+    """Frontier state in Redis, shared by every worker of crawl ``crawl_id``.
+
+    The policy runs in the worker: after a fetch, the worker holding the host's only
+    lease reads the host's times, applies ``PolitenessPolicy`` and writes the result
+    back in the release script, so no two workers ever update one host at once.
+    """
+
+    def __init__(
+        self,
+        client: Redis,
+        crawl_id: str,
+        policy: PolitenessPolicy | None = None,
+        levels: PriorityLevels | None = None,
+        budget: HostBudget | None = None,
+        lease_seconds: float = 600.0,
+        hold_new_hosts: bool = False,
+    ) -> None:
+        self.redis = client
+        self.prefix = f"crawl:{{{crawl_id}}}:"
+        self.policy = policy or PolitenessPolicy()
+        self.levels = levels or PriorityLevels()
+        self.budget = budget or HostBudget()
+        self.lease_seconds = lease_seconds
+        self.hold_new_hosts = hold_new_hosts
+        self.new_hosts: list[str] = []
+        self._scripts = {name: client.register_script(body) for name, body in (
+            ("add", _ADD), ("claim", _CLAIM), ("fetched", _FETCHED), ("ack", _ACK),
+            ("reap", _REAP), ("key", _KEY))}
+        self._known_hosts: set[str] = set()
+
+    def _run(self, name: str, *args: object) -> object:
+        base = [self.levels.levels, self.budget.pages]
+        return self._scripts[name](keys=[self.prefix], args=[*base, *args])
+
+    @staticmethod
+    def _fp(fp: int) -> bytes:
+        return fp.to_bytes(8, "big")
+
+    # ---------------------------------------------------------------- contract
+
+    def add(self, entries: Iterable[Entry], force: bool = False) -> list[bool]:
+        entries = list(entries)
+        if not entries:
+            return []
+        args: list[object] = ["1" if self.hold_new_hosts else "0", "1" if force else "0"]
+        for e in entries:
+            args += [self._fp(e.fp).hex(), e.host, min(e.level, self.levels.levels - 1), e.request]
+            if self.hold_new_hosts and e.host not in self._known_hosts:
+                self._known_hosts.add(e.host)
+                if self.redis.hget(self.prefix + f"host:{e.host}", "held") != b"0":
+                    self.new_hosts.append(e.host)
+        return [bool(flag) for flag in self._run("add", *args)]
+
+    def next(self, now: float) -> Claim | float | None:
+        token = self.redis.incr(self.prefix + "tokens")
+        result = self._run("claim", now, now + self.lease_seconds, token, *self.levels.weights())
+        if result is None:
+            return None
+        if result[0] == b"wait":
+            return float(result[1])
+        _, fp, token, host, request = result
+        return Claim(int(fp, 16), host.decode(), int(token), request.decode())
+
+    def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
+                retry_after: float | None = None) -> float | None:
+        lease = self.redis.hmget(self.prefix + f"lease:{self._fp(fp).hex()}", "token", "host")
+        if lease[0] is None or int(lease[0]) != token:
+            return None
+        group = self.redis.hget(self.prefix + f"host:{lease[1].decode()}", "group").decode()
+        stored = self.redis.hmget(self.prefix + f"group:{group}", "backoff", "last_gap", "crawl_delay")
+        times = HostTimes(*(float(v) if v is not None else 0.0 for v in stored))
+        was_backing_off = times.backoff > 0
+        gap = self.policy.after_fetch(times, fetch_seconds, status, retry_after)
+        if not self._run("fetched", self._fp(fp).hex(), token, now + gap, times.backoff, times.last_gap):
+            return None
+        if times.backoff and not was_backing_off:
+            self.redis.hincrby(self.prefix + "counters", "backoffs", 1)
+        return gap
+
+    def ack(self, fp: int, token: int) -> bool:
+        return bool(self._run("ack", self._fp(fp).hex(), token, "0", ""))
+
+    def requeue(self, fp: int, token: int, request: str) -> bool:
+        return bool(self._run("ack", self._fp(fp).hex(), token, "1", request))
+
+    def reap(self, now: float) -> int:
+        return int(self._run("reap", now))
+
+    def set_politeness_key(self, name: str, key: str) -> None:
+        self._run("key", name, key, "key")
+
+    def defer(self, name: str, until: float) -> bool:
+        self._run("key", name, until, "defer")
+        return True
+
+    def set_crawl_delay(self, name: str, delay: float) -> None:
+        self._run("key", name, delay, "delay")
+
+    # ---------------------------------------------------------------- reporting
+
+    @property
+    def counters(self) -> dict[str, int]:
+        raw = self.redis.hgetall(self.prefix + "counters")
+        return {k.decode(): int(v) for k, v in raw.items() if k != b"queued"}
+
+    @property
+    def queued(self) -> int:
+        return int(self.redis.hget(self.prefix + "counters", "queued") or 0)
+
+    @property
+    def leased(self) -> int:
+        return int(self.redis.zcard(self.prefix + "leases"))
+
+    def has_pending(self) -> bool:
+        return bool(self.queued or self.leased)
+
+    def done_count(self) -> int:
+        return max(0, int(self.redis.scard(self.prefix + "seen")) - self.queued - self.leased)
+
+    def gauges(self, now: float) -> dict[str, int]:
+        return {"queued": self.queued, "leased": self.leased,
+                "hosts/ready": int(self.redis.zcount(self.prefix + "ready", "-inf", now))}
+
+    def commit(self) -> None:
+        """Every step is already durable in Redis (as durable as its persistence)."""
+
+    def close(self) -> None:
+        self.redis.close()
+
+    def describe(self) -> str:
+        """Where the state is, for log lines."""
+        return f"Redis, keys {self.prefix}*"

@@ -1,0 +1,89 @@
+"""Many workers, one crawl: the Redis frontier over a real redis-server and loopback HTTP."""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import subprocess
+import time
+from collections import Counter
+
+import pytest
+from crawling import crawl_command
+from redis_server import RedisServer
+from testweb import Site, TestWeb
+
+from crawler.store import LocalStore, iter_records
+
+GAP = 0.1
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    server = RedisServer(tmp_path).start()
+    yield server.url
+    server.stop()
+
+
+def start_workers(web, tmp_path, redis_url, names, seeds, **settings):
+    workers = []
+    for name in names:
+        home = tmp_path / f"worker-{name}"
+        home.mkdir()
+        command, env = crawl_command(web, home, "seeds=" + ",".join(seeds), REDIS_URL=redis_url,
+                                     CRAWL_ID="shared", ROBOTSTXT_OBEY=False, STORE_URI=tmp_path / "store",
+                                     POLITENESS_MIN_DELAY=GAP, POLITENESS_DELAY_FACTOR=0, **settings)
+        workers.append(subprocess.Popen(command, cwd=home, env=env, stdout=subprocess.DEVNULL,
+                                        stderr=(home / "log").open("w")))
+    return workers
+
+
+def wait_for_hits(web, count):
+    deadline = time.monotonic() + 60
+    while len(web.hits()) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def check_politeness(web, hosts):
+    for host in hosts:
+        records = sorted(web.hits(host), key=lambda r: r.start)
+        for a, b in itertools.pairwise(records):
+            assert b.start - a.end >= GAP - 0.005, (host, a, b)
+
+
+def test_three_workers_share_politeness_and_store_every_page_once(tmp_path, redis_url):
+    sites = [Site(f"h{i:02d}.test", pages=10) for i in range(20)]
+    with TestWeb(sites) as web:
+        seeds = [web.url(s.host) for s in sites]
+        workers = start_workers(web, tmp_path, redis_url, "abc", seeds)
+        for w in workers:
+            assert w.wait(timeout=120) == 0
+        expected = web.reachable(seeds)
+        check_politeness(web, [s.host for s in sites])
+        assert max(web.max_in_flight(s.host) for s in sites) == 1
+        hits = Counter((r.host, r.path) for r in web.hits())
+    stored = Counter(r["url"] for r in iter_records(LocalStore(tmp_path / "store")))
+    assert set(stored) == expected and max(stored.values()) == 1
+    assert max(hits.values()) == 1  # the same seeds given to three workers: fetched once
+
+
+def test_a_worker_killed_mid_crawl_loses_nothing(tmp_path, redis_url):
+    sites = [Site(f"k{i:02d}.test", pages=15) for i in range(6)]
+    with TestWeb(sites) as web:
+        seeds = [web.url(s.host) for s in sites]
+        # The victim crawls alone first, so that it holds leases when it is killed.
+        victim = start_workers(web, tmp_path, redis_url, "v", seeds, FRONTIER_LEASE_SECONDS=3)[0]
+        wait_for_hits(web, 10)
+        others = start_workers(web, tmp_path, redis_url, "ab", seeds, FRONTIER_LEASE_SECONDS=3)
+        wait_for_hits(web, 25)
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=10)
+        for w in others:
+            assert w.wait(timeout=120) == 0
+        assert "leases/expired" in (tmp_path / "worker-a" / "log").read_text() + (
+            tmp_path / "worker-b" / "log").read_text()
+        expected = web.reachable(seeds)
+        hits = Counter((r.host, r.path) for r in web.hits())
+    stored = Counter(r["url"] for r in iter_records(LocalStore(tmp_path / "store")))
+    assert set(stored) == expected  # none missing
+    assert max(stored.values()) <= 2 and max(hits.values()) <= 2  # in flight at the kill: twice
