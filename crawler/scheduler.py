@@ -97,7 +97,9 @@ class FrontierScheduler(BaseScheduler):
         }
         frontier: EmbeddedFrontier | RedisFrontier
         if s.get("REDIS_URL"):
-            frontier = RedisFrontier(Redis.from_url(s.get("REDIS_URL")), crawl_id, **common)
+            frontier = RedisFrontier(
+                Redis.from_url(s.get("REDIS_URL")), crawl_id,
+                expected_urls=s.getint("SEEN_SET_EXPECTED_URLS", defaults.SEEN_SET_EXPECTED_URLS), **common)
         else:
             path = Path(s.get("FRONTIER_DIR", defaults.FRONTIER_DIR)) / crawl_id / "frontier.sqlite"
             frontier = EmbeddedFrontier(

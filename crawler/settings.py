@@ -135,6 +135,9 @@ CRAWL_ID = ""
 # With a Redis URL (redis://host:port/db), the frontier is shared in Redis by every
 # worker of the crawl (same CRAWL_ID) instead of embedded.
 REDIS_URL = ""
+# URLs a Redis crawl expects to see: sizes the seen set's buckets (compact up to
+# about twice this; beyond, it still works, at more bytes per URL).
+SEEN_SET_EXPECTED_URLS = 10_000_000
 # A URL leased and neither acked nor retried within this time is queued again.
 FRONTIER_LEASE_SECONDS = 600.0
 # Frontier writes are committed this often: a kill -9 loses at most this much

@@ -7,7 +7,8 @@ ack, requeue, reap) is one Lua script, so workers never see half a step. Across 
 workers a politeness key has at most one fetch in flight, and a lease a dead worker
 held is given out again once it expires. Requests are stored as JSON, never pickles.
 
-Layout (P = ``crawl:{id}:``): ``P seen`` set of 8-byte fingerprints; ``P q:<host>:<level>``
+Layout (P = ``crawl:{id}:``): ``P seen:<bucket>`` hashes holding the seen
+fingerprints compactly (see ``seen_buckets``); ``P q:<host>:<level>``
 lists of queued entries; ``P host:<host>`` hash (group key, fetched, WRR credits);
 ``P group:<key>`` hash (next_allowed, backoff, last_gap, crawl_delay, busy) and
 ``P members:<key>`` set of its hosts; ``P ready`` sorted set of claimable hosts by
@@ -75,14 +76,15 @@ def _script(body: str) -> str:
 
 
 _ADD = _script("""
--- ARGV[3] held flag for new hosts, ARGV[4] force; then (fp, host, level, request) x n
+-- ARGV[3] held flag for new hosts, ARGV[4] force; then (bucket, field, fp, host, level, request) x n
 local added = {}
 local held, force = ARGV[3], ARGV[4] == '1'
-for i = 5, #ARGV, 4 do
-  local fp, host, level, request = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+for i = 5, #ARGV, 6 do
+  local fp, host, level, request = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
   local h = ensure_host(host, held)
   local budget = tonumber(ARGV[2])
-  local new = redis.call('SADD', P .. 'seen', fp) == 1
+  local new = redis.call('HSETNX', P .. 'seen:' .. ARGV[i], ARGV[i + 1], '') == 1
+  if new then redis.call('HINCRBY', P .. 'counters', 'seen', 1) end
   if not new and force and redis.call('EXISTS', P .. 'lease:' .. fp) == 0 then new = true end
   if new and budget > 0 and tonumber(redis.call('HGET', h, 'fetched')) >= budget then
     redis.call('HINCRBY', P .. 'counters', 'dropped/budget', 1)
@@ -232,6 +234,15 @@ return 1
 """)
 
 
+def seen_bucket_bits(expected_urls: int) -> int:
+    """Bits of the fingerprint that pick its seen-set bucket: about 64 fingerprints per
+    bucket at ``expected_urls``, so each bucket stays a small hash that Redis keeps in
+    its compact listpack encoding (up to 128 entries by default): a fingerprint then
+    costs its remaining bytes plus a few of overhead, instead of a ~60-byte set entry."""
+    bits = max(1, expected_urls // 64).bit_length()
+    return min(24, max(8, bits))
+
+
 class RedisFrontier:
     """Frontier state in Redis, shared by every worker of crawl ``crawl_id``.
 
@@ -249,8 +260,12 @@ class RedisFrontier:
         budget: HostBudget | None = None,
         lease_seconds: float = 600.0,
         hold_new_hosts: bool = False,
+        expected_urls: int = 10_000_000,
     ) -> None:
         self.redis = client
+        self.bucket_bits = seen_bucket_bits(expected_urls)
+        self._field_bytes = (64 - self.bucket_bits + 7) // 8
+        self._field_mask = (1 << (64 - self.bucket_bits)) - 1
         self.prefix = f"crawl:{{{crawl_id}}}:"
         self.policy = policy or PolitenessPolicy()
         self.levels = levels or PriorityLevels()
@@ -278,8 +293,11 @@ class RedisFrontier:
         if not entries:
             return []
         args: list[object] = ["1" if self.hold_new_hosts else "0", "1" if force else "0"]
+        shift = 64 - self.bucket_bits
         for e in entries:
-            args += [self._fp(e.fp).hex(), e.host, min(e.level, self.levels.levels - 1), e.request]
+            field = (e.fp & self._field_mask).to_bytes(self._field_bytes, "big")
+            args += [e.fp >> shift, field, self._fp(e.fp).hex(), e.host,
+                     min(e.level, self.levels.levels - 1), e.request]
             if self.hold_new_hosts and e.host not in self._known_hosts:
                 self._known_hosts.add(e.host)
                 if self.redis.hget(self.prefix + f"host:{e.host}", "held") != b"0":
@@ -336,7 +354,7 @@ class RedisFrontier:
     @property
     def counters(self) -> dict[str, int]:
         raw = self.redis.hgetall(self.prefix + "counters")
-        return {k.decode(): int(v) for k, v in raw.items() if k != b"queued"}
+        return {k.decode(): int(v) for k, v in raw.items() if k not in (b"queued", b"seen")}
 
     @property
     def queued(self) -> int:
@@ -350,7 +368,8 @@ class RedisFrontier:
         return bool(self.queued or self.leased)
 
     def done_count(self) -> int:
-        return max(0, int(self.redis.scard(self.prefix + "seen")) - self.queued - self.leased)
+        seen = int(self.redis.hget(self.prefix + "counters", "seen") or 0)
+        return max(0, seen - self.queued - self.leased)
 
     def gauges(self, now: float) -> dict[str, int]:
         return {"queued": self.queued, "leased": self.leased,
