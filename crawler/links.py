@@ -44,6 +44,13 @@ class Scope:
         else:
             self._allowed = {registered_domain(h) for h in hosts}
 
+    def add_host(self, host: str) -> None:
+        """Widen the scope to a seed host that arrived later."""
+        if self.mode == "host":
+            self._allowed.add(host.removeprefix("www."))
+        elif self.mode == "domain":
+            self._allowed.add(registered_domain(host))
+
     def allows(self, host: str) -> bool:
         if self.mode == "all":
             return True

@@ -135,6 +135,10 @@ CRAWL_ID = ""
 # With a Redis URL (redis://host:port/db), the frontier is shared in Redis by every
 # worker of the crawl (same CRAWL_ID) instead of embedded.
 REDIS_URL = ""
+# Redis crawls: seeds pushed into the JSON list crawl:{<CRAWL_ID>}:seeds are read this
+# often (seconds), and an idle worker waits this long for more work before closing.
+SEEDS_POLL_INTERVAL = 5.0
+SCHEDULER_IDLE_BEFORE_CLOSE = 10.0
 # URLs a Redis crawl expects to see: sizes the seen set's buckets (compact up to
 # about twice this; beyond, it still works, at more bytes per URL).
 SEEN_SET_EXPECTED_URLS = 10_000_000

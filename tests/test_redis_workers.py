@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import os
 import signal
 import subprocess
+import sys
 import time
 from collections import Counter
 
 import pytest
-from crawling import crawl_command
+from crawling import REPO, crawl_command
 from redis_server import RedisServer
 from testweb import Site, TestWeb
 
@@ -87,3 +89,57 @@ def test_a_worker_killed_mid_crawl_loses_nothing(tmp_path, redis_url):
     stored = Counter(r["url"] for r in iter_records(LocalStore(tmp_path / "store")))
     assert set(stored) == expected  # none missing
     assert max(stored.values()) <= 2 and max(hits.values()) <= 2  # in flight at the kill: twice
+
+
+def test_seeds_pushed_into_redis_are_crawled_and_idle_workers_close(tmp_path, redis_url):
+    import json
+
+    import redis
+
+    sites = [Site("p.test", pages=5), Site("q.test", pages=5)]
+    with TestWeb(sites) as web:
+        home = tmp_path / "worker"
+        home.mkdir()
+        command, env = crawl_command(web, home, REDIS_URL=redis_url, CRAWL_ID="pushed",
+                                     ROBOTSTXT_OBEY=False, STORE_URI=tmp_path / "store",
+                                     SEEDS_POLL_INTERVAL=0.5, SCHEDULER_IDLE_BEFORE_CLOSE=4)
+        worker = subprocess.Popen(command, cwd=home, env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)  # the worker runs, with nothing to do yet
+        client = redis.Redis.from_url(redis_url)
+        client.rpush("crawl:{pushed}:seeds", json.dumps(web.url("p.test")), json.dumps("ftp://x/"),
+                     json.dumps(web.url("q.test")))
+        _, log = worker.communicate(timeout=60)
+        expected = web.reachable([web.url("p.test"), web.url("q.test")])
+    assert worker.returncode == 0, log[-3000:]
+    stored = {r["url"] for r in iter_records(LocalStore(tmp_path / "store"))}
+    assert stored == expected
+    assert "Pushed seed 'ftp://x/' rejected: scheme 'ftp' is not http or https" in log
+
+
+def test_scrapy_forget_deletes_a_finished_crawl_and_keeps_a_running_one(tmp_path, redis_url):
+    import redis
+
+    from crawler.frontier.embedded import Entry
+    from crawler.frontier.redis import RedisFrontier
+
+    client = redis.Redis.from_url(redis_url)
+    RedisFrontier(client, "busy").add([Entry(1, "a.test", 0, "{}")])
+    finished = RedisFrontier(client, "done")
+    finished.add([Entry(2, "a.test", 0, "{}")])
+    claim = finished.next(0.0)
+    finished.ack(claim.fp, claim.token)
+    client.set("other:key", "kept")
+
+    def forget(*args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "SCRAPY_SETTINGS_MODULE": "crawler.settings"}
+        command = [sys.executable, "-m", "scrapy", "forget", *args, "-s", f"REDIS_URL={redis_url}"]
+        return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=60, check=False)
+
+    busy = forget("busy")
+    assert busy.returncode == 1 and "1 URLs queued" in busy.stderr
+    done = forget("done")
+    assert done.returncode == 0, done.stderr
+    assert client.keys("crawl:{done}:*") == [] and client.keys("crawl:{busy}:*")
+    assert client.get("other:key") == b"kept"

@@ -375,6 +375,20 @@ class RedisFrontier:
         return {"queued": self.queued, "leased": self.leased,
                 "hosts/ready": int(self.redis.zcount(self.prefix + "ready", "-inf", now))}
 
+    def forget(self) -> int:
+        """Delete every key of this crawl; returns how many."""
+        deleted = 0
+        batch = []
+        for key in self.redis.scan_iter(match=self.prefix.replace("{", "\\{").replace("}", "\\}") + "*",
+                                        count=1000):
+            batch.append(key)
+            if len(batch) == 1000:
+                deleted += self.redis.unlink(*batch)
+                batch.clear()
+        if batch:
+            deleted += self.redis.unlink(*batch)
+        return deleted
+
     def commit(self) -> None:
         """Every step is already durable in Redis (as durable as its persistence)."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -9,11 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import scrapy
 from lxml import etree
-from scrapy.exceptions import CloseSpider
+from redis import Redis, RedisError
+from scrapy import signals
+from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import HtmlResponse
 from scrapy.utils.gz import gunzip
 from scrapy.utils.response import get_base_url
 from scrapy.utils.sitemap import Sitemap
+from twisted.internet.task import LoopingCall
 
 from crawler import settings as defaults
 from crawler import signals as crawler_signals
@@ -26,6 +31,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
 
 _HREFS = etree.XPath("//a/@href | //area/@href")
 
@@ -84,7 +91,8 @@ def check_arguments(
     """(normalised seeds, scope, page cap) from the spider's arguments and settings;
     raises :class:`ArgumentError` before anything is fetched."""
     normalize = UrlNormalizer(settings.get("URL_DROP_PARAMS", defaults.URL_DROP_PARAMS))
-    seed_urls = parse_seeds(seeds, normalize)
+    # A worker of a Redis crawl may start without seeds: they can be pushed later.
+    seed_urls = [] if not seeds and settings.get("REDIS_URL") else parse_seeds(seeds, normalize)
     scope = scope or settings.get("CRAWL_SCOPE", defaults.CRAWL_SCOPE)
     if scope not in SCOPES:
         raise ArgumentError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
@@ -97,6 +105,72 @@ def check_arguments(
     if cap < 0:
         raise ArgumentError(f"max_pages must be a whole number >= 0, not {max_pages!r}")
     return seed_urls, scope, cap
+
+
+class PushedSeeds:
+    """Seeds pushed into Redis while a crawl runs: the JSON list ``crawl:{<CRAWL_ID>}:seeds``
+    (items: URL strings), as scrapy-redis's ``start_urls`` key. Polled every
+    ``SEEDS_POLL_INTERVAL`` seconds; an idle worker waits ``SCHEDULER_IDLE_BEFORE_CLOSE``
+    seconds for more work (pushed seeds, or URLs other workers find) before it closes."""
+
+    def __init__(self, spider: WebSpider, client: Redis, key: str, interval: float,
+                 idle_before_close: float) -> None:
+        self.spider = spider
+        self.redis = client
+        self.key = key
+        self.interval = interval
+        self.idle_before_close = idle_before_close
+        self._idle_since: float | None = None
+        self._poll = LoopingCall(self.poll)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, spider: WebSpider) -> PushedSeeds:
+        s = crawler.settings
+        crawl_id = s.get("CRAWL_ID") or spider.name
+        seeds = cls(spider, Redis.from_url(s.get("REDIS_URL")), f"crawl:{{{crawl_id}}}:seeds",
+                    s.getfloat("SEEDS_POLL_INTERVAL", defaults.SEEDS_POLL_INTERVAL),
+                    s.getfloat("SCHEDULER_IDLE_BEFORE_CLOSE", defaults.SCHEDULER_IDLE_BEFORE_CLOSE))
+        crawler.signals.connect(seeds.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(seeds.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(seeds.spider_closed, signal=signals.spider_closed)
+        return seeds
+
+    def spider_opened(self) -> None:
+        self._poll.start(self.interval, now=False)
+
+    def spider_closed(self) -> None:
+        if self._poll.running:
+            self._poll.stop()
+
+    def poll(self) -> int:
+        """Schedule the seeds waiting in Redis; how many there were."""
+        try:
+            items = self.redis.lpop(self.key, 1000) or []
+        except RedisError as error:
+            logger.warning("Could not read pushed seeds from Redis: %s", error)
+            return 0
+        urls = []
+        for item in items:
+            try:
+                urls.append(json.loads(item))
+            except ValueError:
+                urls.append(item.decode("utf-8", "replace"))
+        if urls:
+            self._idle_since = None
+            self.spider.add_seeds(urls)
+        return len(urls)
+
+    def working(self) -> None:
+        self._idle_since = None
+
+    def spider_idle(self) -> None:
+        if self.poll():
+            raise DontCloseSpider
+        now = time.monotonic()
+        if self._idle_since is None:
+            self._idle_since = now
+        if now - self._idle_since < self.idle_before_close:
+            raise DontCloseSpider
 
 
 class WebSpider(scrapy.Spider):
@@ -122,6 +196,7 @@ class WebSpider(scrapy.Spider):
         self._scope_arg = scope
         self._max_pages_arg = max_pages
         self.pages = 0
+        self.pushed_seeds: PushedSeeds | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
@@ -129,6 +204,8 @@ class WebSpider(scrapy.Spider):
         spider._configure(crawler)
         if crawler.settings.getbool("SITEMAP_FOLLOW", defaults.SITEMAP_FOLLOW):
             crawler.signals.connect(spider.sitemaps_found, signal=crawler_signals.sitemaps_found)
+        if crawler.settings.get("REDIS_URL"):
+            spider.pushed_seeds = PushedSeeds.from_crawler(crawler, spider)
         return spider
 
     def _configure(self, crawler: Crawler) -> None:
@@ -140,6 +217,7 @@ class WebSpider(scrapy.Spider):
         self._normalize = normalize
         self.depth_limit = settings.getint("DEPTH_LIMIT")
         self.scope = scope
+        self.allowed_domains: list[str] | None = None
         # Redirects bypass the link follower: Scrapy's OffsiteMiddleware keeps them in scope
         # (for scope=host it also admits subdomains of the seed hosts).
         hosts = {url_host(u).removeprefix("www.") for u in self.seed_urls}
@@ -168,6 +246,25 @@ class WebSpider(scrapy.Spider):
         for url in self.seed_urls:
             yield scrapy.Request(url, callback=self.parse)
 
+    def add_seeds(self, urls: list[str]) -> None:
+        """Seeds that arrive while the crawl runs (pushed into Redis): scope widened to
+        their hosts, each scheduled; a bad one is logged and counted."""
+        for raw in urls:
+            url = self._normalize(raw) if isinstance(raw, str) else None
+            problem = _seed_problem(str(raw), url)
+            if problem:
+                self.logger.warning("Pushed seed %r rejected: %s", raw, problem)
+                self.crawler.stats.inc_value("seeds/rejected")
+                continue
+            host = url_host(url)
+            self.links.scope.add_host(host)
+            if self.allowed_domains is not None and self.scope != "all":
+                domain = host.removeprefix("www.") if self.scope == "host" else registered_domain(host)
+                self.allowed_domains = sorted({*self.allowed_domains, domain})
+            self.links.mark_seen(url)
+            self.crawler.stats.inc_value("seeds/pushed")
+            self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse))
+
     def parse(self, response: Response) -> Iterator[Page | scrapy.Request]:
         stats = self.crawler.stats
         if not isinstance(response, HtmlResponse):
@@ -175,6 +272,8 @@ class WebSpider(scrapy.Spider):
             return
         if self.max_pages and self.pages >= self.max_pages:
             return
+        if self.pushed_seeds is not None:
+            self.pushed_seeds.working()
         root = response.selector.root
         hrefs = _HREFS(root) if isinstance(root, etree._Element) else []
         depth = response.meta.get("depth", 0)
