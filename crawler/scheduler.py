@@ -76,6 +76,7 @@ class FrontierScheduler(BaseScheduler):
         crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
         crawler.signals.connect(self._crawl_delay, signal=crawler_signals.robots_crawl_delay)
         crawler.signals.connect(self._host_unavailable, signal=crawler_signals.host_unavailable)
+        crawler.signals.connect(self._item_error, signal=signals.item_error)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
@@ -148,6 +149,11 @@ class FrontierScheduler(BaseScheduler):
 
     def _housekeeping(self) -> None:
         now = time.time()
+        # Our own requests may wait long (robots.txt, slow pipelines): their leases are
+        # ours, so renew them; reaping is for the leases of workers that died.
+        expires = now + self.frontier.lease_seconds
+        for _, fp, token in self._handed_out:
+            self.frontier.renew(fp, token, expires)
         self.frontier.reap(now)
         stats = self.crawler.stats
         for key, value in self.frontier.gauges(now).items():
@@ -162,7 +168,6 @@ class FrontierScheduler(BaseScheduler):
         return self.frontier.has_pending()
 
     def enqueue_request(self, request: Request) -> bool:
-        self._ack_finished()
         fp = int.from_bytes(self.crawler.request_fingerprinter.fingerprint(request)[:8], "big")
         inherited = request.meta.pop(_LEASE, None)
         request.meta.pop(_FETCH, None)
@@ -205,9 +210,16 @@ class FrontierScheduler(BaseScheduler):
         for entry in self._handed_out:
             if entry[0] in in_progress:
                 still.append(entry)
+            elif entry[0].meta.get("frontier_keep_lease"):
+                self.crawler.stats.inc_value("frontier/kept_leases")  # not stored: fetched again
             else:
                 self.frontier.ack(entry[1], entry[2])
         self._handed_out = still
+
+    def _item_error(self, response: Response) -> None:
+        """A page that failed in the pipelines is not stored: its URL is not done."""
+        if response is not None and response.request is not None:
+            response.request.meta["frontier_keep_lease"] = True
 
     # ---------------------------------------------------------------- robots.txt
 

@@ -1,8 +1,8 @@
 """Every setting of the crawler with its default, in one place.
 
 This module is the Scrapy project settings module of this package (``scrapy.cfg``
-points here), and every component falls back to these values when a project of
-its own does not set them (see ``crawler.config.setting``). Each knob is
+points here), and every component of ours falls back to these values when a project
+of its own does not set them (``settings.get(NAME, defaults.NAME)``). Each knob is
 documented in ``docs/settings.md``.
 """
 
@@ -12,8 +12,10 @@ NEWSPIDER_MODULE = "crawler.spiders"
 # `scrapy crawl` that reports bad seeds plainly, before any fetch.
 COMMANDS_MODULE = "crawler.commands"
 
-# Identify the crawler; operators should add a contact URL or e-mail.
-USER_AGENT = "politecrawler/0.1 (+https://github.com/scrapy/scrapy)"
+# Identify the crawler; operators should add their contact URL or e-mail, e.g.
+# "politecrawler/0.1 (+https://example.org/crawler.html)". Its first word is the
+# product token robots.txt groups are matched against.
+USER_AGENT = "politecrawler/0.1"
 
 # --- Safety: no control ports -------------------------------------------------
 # RemoteControl (Scrapy 2.19) opens an HTTP port that runs code sent to it.

@@ -134,3 +134,13 @@ def test_scrapy_page_prints_a_stored_page(crawl, tmp_path):
     assert page("--html", url).stdout.lstrip().startswith("<")
     missing = page(web.url("a.test", "/nowhere.html"))
     assert missing.returncode == 1 and "is not in" in missing.stderr
+
+
+def test_a_capped_crawl_resumed_without_the_cap_stores_every_page_once(crawl, tmp_path):
+    with TestWeb([Site("a.test", pages=40, fanout=4)]) as web:
+        first = crawl(web, tmp_path, "seeds=" + web.url("a.test"), "max_pages=10")
+        second = crawl(web, tmp_path, "seeds=" + web.url("a.test"))
+        expected = web.reachable([web.url("a.test")])
+    assert first.returncode == 0 and second.returncode == 0, second.log[-3000:]
+    stored = Counter(r["url"] for r in second.records)
+    assert set(stored) == expected and max(stored.values()) == 1

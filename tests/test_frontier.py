@@ -179,7 +179,8 @@ def test_state_survives_a_crash_and_leases_are_requeued(make_frontier, tmp_path)
     leased = claim(f, 5.0)
     f.commit()
     f.add([entry("http://a.test/lost")])  # not committed: lost with the process
-    f.db.close()  # the process dies: the open transaction is lost, as in a kill -9
+    f.db.close()  # the process dies: the open transaction is lost, as in a kill -9,
+    f._lock.close()  # ...and its lock on the crawl state goes with it
     again = make_frontier(path=path)
     assert again.queued == 2  # the leased URL and the one never fetched
     assert again.counters["leases/recovered"] == 1
@@ -234,3 +235,24 @@ def test_a_dead_workers_lease_is_given_to_another_after_it_expires(redis_url):
     again = claim(alive, 31.0)
     assert again.fp == lost.fp
     assert alive.ack(again.fp, again.token) and not alive.has_pending()
+
+
+def test_two_processes_cannot_share_one_embedded_crawl_state(tmp_path):
+    first = EmbeddedFrontier(tmp_path / "frontier.sqlite")
+    with pytest.raises(RuntimeError, match="in use by another process"):
+        EmbeddedFrontier(tmp_path / "frontier.sqlite")
+    first.close()
+    EmbeddedFrontier(tmp_path / "frontier.sqlite").close()
+
+
+def test_fewer_priority_levels_on_resume_keep_every_url(tmp_path):
+    f = EmbeddedFrontier(tmp_path / "frontier.sqlite", levels=PriorityLevels(levels=4), policy=POLICY)
+    f.add([entry(f"http://a.test/{i}", level=i) for i in range(4)])
+    f.close()
+    again = EmbeddedFrontier(tmp_path / "frontier.sqlite", levels=PriorityLevels(levels=2), policy=POLICY)
+    now, seen = 0.0, 0
+    while again.has_pending():
+        c = claim(again, now)
+        finish(again, c, now)
+        now, seen = now + 1.0, seen + 1
+    assert seen == 4

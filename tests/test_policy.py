@@ -88,3 +88,8 @@ def test_biased_choice_favours_high_priority_and_still_moves_low():
     assert picks[0] == 0
     credit = [0, 0, 0, 0]
     assert {levels.pick([False, False, True, True], credit) for _ in range(3)} == {2, 3}
+
+
+def test_an_odd_retry_after_is_ignored_not_fatal():
+    assert parse_retry_after("²", 0.0) is None
+    assert parse_retry_after("Mon, 99 Foo 99999 99:99:99 GMT", 0.0) is None

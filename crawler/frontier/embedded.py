@@ -14,6 +14,7 @@ found again. URLs leased by a dead run are queued again when the crawl reopens.
 
 from __future__ import annotations
 
+import fcntl
 import heapq
 import itertools
 import logging
@@ -21,6 +22,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
 
@@ -46,7 +48,6 @@ CREATE TABLE IF NOT EXISTS urls (
     request TEXT                    -- JSON; dropped once done (the row stays as "seen")
 );
 CREATE INDEX IF NOT EXISTS urls_queued ON urls (host_id, level, seq) WHERE state = 0;
-CREATE TABLE IF NOT EXISTS crawl (key TEXT PRIMARY KEY, value TEXT);
 """
 
 
@@ -131,8 +132,16 @@ class EmbeddedFrontier:
         self.budget = budget or HostBudget()
         self.lease_seconds = lease_seconds
         self.db_path = Path(path)
+        self._lock: BinaryIO | None = None
         if str(path) != ":memory:":
             self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock = self.db_path.with_suffix(".lock").open("ab")
+            try:
+                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self._lock.close()
+                raise RuntimeError(f"crawl state {self.db_path.parent} is in use by another process; "
+                                   "set another CRAWL_ID or FRONTIER_DIR to run a second crawl") from None
         self.db = sqlite3.connect(str(path), isolation_level="DEFERRED", check_same_thread=False)
         self.db.executescript(
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=67108864;"
@@ -156,6 +165,8 @@ class EmbeddedFrontier:
     def _load(self) -> None:
         """Rebuild the in-memory hosts and heap; requeue leases of a run that died."""
         recovered = self.db.execute("UPDATE urls SET state = ? WHERE state = ?", (QUEUED, LEASED)).rowcount
+        top = self.levels.levels - 1  # FRONTIER_PRIORITY_LEVELS may have shrunk since
+        self.db.execute("UPDATE urls SET level = ? WHERE level > ? AND state = ?", (top, top, QUEUED))
         if recovered:
             self._count("leases/recovered", recovered)
             logger.info("Frontier: %d URLs leased by a previous run are queued again", recovered)
@@ -169,7 +180,7 @@ class EmbeddedFrontier:
             "SELECT host_id, level, count(*) FROM urls WHERE state = 0 GROUP BY host_id, level"
         ):
             host = names[hid]
-            host.queued[min(level, self.levels.levels - 1)] += count
+            host.queued[level] += count
             self.queued += count
         for host in self._hosts.values():
             self._schedule(host)
@@ -383,6 +394,12 @@ class EmbeddedFrontier:
             self._release(self._hosts[lease.host].group)
         return True
 
+    def renew(self, fp: int, token: int, expires: float) -> None:
+        """Extend a lease its holder still works on."""
+        lease = self._leases.get(fp)
+        if lease is not None and lease.token == token:
+            lease.expires = expires
+
     def reap(self, now: float) -> int:
         """Queue again the URLs whose lease expired unacked; returns how many."""
         expired = [(fp, lease) for fp, lease in self._leases.items() if lease.expires <= now]
@@ -419,13 +436,6 @@ class EmbeddedFrontier:
             "leased": self.leased,
         }
 
-    def get(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM crawl WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
-
-    def put(self, key: str, value: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO crawl (key, value) VALUES (?, ?)", (key, value))
-
     def describe(self) -> str:
         """Where the state is, for log lines."""
         return str(self.db_path.parent)
@@ -436,4 +446,6 @@ class EmbeddedFrontier:
     def close(self) -> None:
         self.db.commit()
         self.db.close()
+        if self._lock is not None:
+            self._lock.close()  # releases the lock
 

@@ -24,11 +24,11 @@ def parse_retry_after(value: str | bytes | None, now: float) -> float | None:
     if isinstance(value, bytes):
         value = value.decode("latin-1")
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         return float(value)
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when is None or when.tzinfo is None:
         return None

@@ -336,6 +336,12 @@ class RedisFrontier:
     def requeue(self, fp: int, token: int, request: str) -> bool:
         return bool(self._run("ack", self._fp(fp).hex(), token, "1", request))
 
+    def renew(self, fp: int, token: int, expires: float) -> None:
+        """Extend a lease its holder still works on."""
+        key = self._fp(fp).hex()
+        if self.redis.hget(self.prefix + f"lease:{key}", "token") == str(token).encode():
+            self.redis.zadd(self.prefix + "leases", {key: expires}, xx=True)
+
     def reap(self, now: float) -> int:
         return int(self._run("reap", now))
 

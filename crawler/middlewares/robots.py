@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
@@ -196,7 +196,7 @@ class RobotsMiddleware:
             )
         if self.crawl_delay_max is not None and rules.crawl_delay:
             delay = min(rules.crawl_delay, self.crawl_delay_max)
-            host = origin.split("://", 1)[1].rsplit(":", 1)[0]
+            host = urlsplit(origin).hostname  # as the frontier keys hosts: no port, no brackets
             self.crawler.signals.send_catch_log(crawler_signals.robots_crawl_delay, host=host, delay=delay)
 
     async def _fetch(self, origin: str) -> tuple[RobotsRules | None, str]:

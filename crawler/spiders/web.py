@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_HREFS = etree.XPath("//a/@href | //area/@href")
+_HREFS = etree.XPath("//a/@href | //area/@href", smart_strings=False)
 
 
 class ArgumentError(ValueError):
@@ -67,19 +67,20 @@ def parse_seeds(value: str | list[str] | None, normalize: UrlNormalizer) -> list
     else:
         raw = [str(part).strip() for part in value]
     raw = [r for r in raw if r]
-    seeds, problems = [], []
+    seeds: dict[str, None] = {}  # ordered, and a million seeds do not cost a million scans
+    problems = []
     for r in raw:
         url = normalize(r)
         problem = _seed_problem(r, url)
         if problem:
             problems.append(f"  {r!r}: {problem}")
-        elif url not in seeds:
-            seeds.append(url)
+        else:
+            seeds[url] = None
     if problems:
         raise ArgumentError("bad seed(s), nothing was fetched:\n" + "\n".join(problems))
     if not seeds:
         raise ArgumentError(f"no seeds in {value!r}")
-    return seeds
+    return list(seeds)
 
 
 def check_arguments(
@@ -271,6 +272,7 @@ class WebSpider(scrapy.Spider):
             stats.inc_value("content/dropped/not_html")
             return
         if self.max_pages and self.pages >= self.max_pages:
+            response.meta["frontier_keep_lease"] = True  # not stored: fetched again on resume
             return
         if self.pushed_seeds is not None:
             self.pushed_seeds.working()
@@ -278,11 +280,20 @@ class WebSpider(scrapy.Spider):
         hrefs = _HREFS(root) if isinstance(root, etree._Element) else []
         depth = response.meta.get("depth", 0)
         self.pages += 1
-        yield self._page(response, root, depth, len(hrefs))
+        page = self._page(response, root, depth, len(hrefs))
+        yield page
+        yield from self._follow(response, page, hrefs, depth)
         if self.max_pages and self.pages >= self.max_pages:
-            raise CloseSpider("max_pages")
+            raise CloseSpider("max_pages")  # after its links are queued: a resume goes on from there
+
+    def _follow(self, response: Response, page: Page, hrefs: list[str],
+                depth: int) -> Iterator[scrapy.Request]:
+        if page.duplicate_of:
+            # ContentSeenMiddleware marked it as it passed: its links are not followed, and
+            # not handed to the link follower either, which would remember them as handled.
+            return
         if self.depth_limit and depth + 1 > self.depth_limit:
-            stats.inc_value("traps/dropped/depth", len(hrefs))
+            self.crawler.stats.inc_value("traps/dropped/depth", len(hrefs))
             return
         for url in self.links.new_links(get_base_url(response), hrefs):
             yield scrapy.Request(url, callback=self.parse)
