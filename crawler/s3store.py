@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
+import shutil
+import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -47,7 +51,13 @@ class S3Store:
         self.bucket = parts.netloc
         self.prefix = parts.path.strip("/")
         self.client = client
-        self.spool = Path(spool_dir) / self.bucket / self.prefix
+        # One spool directory per process, locked while it lives: a crawl opening the store
+        # recovers only directories whose owner is gone, never a running worker's files.
+        self.spool_root = Path(spool_dir) / self.bucket / self.prefix
+        self.spool = self.spool_root / f"{socket.gethostname()}-{os.getpid()}-{time.time_ns()}"
+        self.spool.mkdir(parents=True)
+        self._lock = (self.spool / ".lock").open("ab")
+        fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         self.retries = retries
         self.retry_delay = retry_delay
         self._uploads: list[Deferred] = []
@@ -84,24 +94,35 @@ class S3Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path.open("ab")
 
-    def finish(self, name: str) -> None:
+    def finish(self, name: str, spool: Path | None = None) -> None:
         """Upload the complete file ``name`` in a thread (``wait`` waits for it)."""
-        upload = deferToThread(self.upload, name)
+        upload = deferToThread(self.upload, name, spool)
         upload.addErrback(lambda failure: logger.error("Upload of %s: %s", name, failure.getTraceback()))
         self._uploads.append(upload)
 
     def recover(self) -> None:
-        """Upload what the spool still holds: files of a run that was killed, or whose
-        uploads kept failing. Call before writing: files being written are not complete."""
-        for path in sorted(p for p in self.spool.rglob("*") if p.is_file()):
-            name = path.relative_to(self.spool).as_posix()
-            logger.info("Uploading %s left in the spool by an earlier run", name)
-            self.finish(name)
+        """Upload what the spool directories of runs that are gone still hold: files of a
+        run that was killed, or whose uploads kept failing. A directory is gone when no
+        process holds its lock."""
+        for directory in sorted(p for p in self.spool_root.iterdir() if p.is_dir() and p != self.spool):
+            with (directory / ".lock").open("ab") as lock:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # a running worker's
+                files = [p for p in directory.rglob("*") if p.is_file() and p.name != ".lock"]
+                for path in sorted(files):
+                    name = path.relative_to(directory).as_posix()
+                    logger.info("Uploading %s, left in the spool by an earlier run", name)
+                    if not self.upload(name, directory):
+                        break
+                else:
+                    shutil.rmtree(directory)
 
-    def upload(self, name: str) -> bool:
+    def upload(self, name: str, spool: Path | None = None) -> bool:
         """Upload one spooled file, retrying with doubling delays; on success it leaves
         the spool. Blocking: runs in a thread."""
-        path = self.spool / name
+        path = (spool or self.spool) / name
         delay = self.retry_delay
         for attempt in range(self.retries + 1):
             try:
@@ -126,12 +147,16 @@ class S3Store:
         return {"uploaded_files": self.uploaded, "upload_failures": self.failed}
 
     async def wait(self) -> None:
-        """Until every finished file is uploaded, or has given up and stays spooled."""
+        """Until every finished file is uploaded, or has given up and stays spooled;
+        then this process's spool directory goes, unless it still holds files."""
         from scrapy.utils.defer import maybe_deferred_to_future
 
         uploads, self._uploads = self._uploads, []
         if uploads:
             await maybe_deferred_to_future(DeferredList(uploads, consumeErrors=True))
+        if not any(p.is_file() and p.name != ".lock" for p in self.spool.rglob("*")):
+            shutil.rmtree(self.spool, ignore_errors=True)
+        self._lock.close()
 
     # ---------------------------------------------------------------- reading
 

@@ -149,8 +149,13 @@ def test_a_file_whose_upload_gives_up_stays_spooled_and_is_uploaded_next_time(tm
         f.write(b"page bytes")
     assert not dead.upload("meta/x.jsonl.gz")
     assert dead.read("meta/x.jsonl.gz") == b"page bytes"  # still readable, from the spool
+    running = S3Store("s3://later/p", s3_client(moto), tmp_path)
+    with running.open_append("meta/busy.jsonl.gz") as f:
+        f.write(b"being written")
+    dead._lock.close()  # its process ends; the running one goes on
     alive = S3Store("s3://later/p", s3_client(moto), tmp_path)
-    assert alive.upload("meta/x.jsonl.gz")
-    assert not (tmp_path / "later" / "p" / "meta" / "x.jsonl.gz").exists()
+    alive.recover()
+    assert not dead.spool.exists()  # uploaded, then the dead run's spool removed
+    assert (running.spool / "meta" / "busy.jsonl.gz").read_bytes() == b"being written"  # untouched
     assert alive.list("meta") == ["meta/x.jsonl.gz"]
     assert alive.read_range("meta/x.jsonl.gz", 5, 5) == b"bytes"
