@@ -77,6 +77,7 @@ class FrontierScheduler(BaseScheduler):
         crawler.signals.connect(self._crawl_delay, signal=crawler_signals.robots_crawl_delay)
         crawler.signals.connect(self._host_unavailable, signal=crawler_signals.host_unavailable)
         crawler.signals.connect(self._item_error, signal=signals.item_error)
+        crawler.signals.connect(self._robots_fetched, signal=crawler_signals.robots_fetched)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
@@ -225,6 +226,10 @@ class FrontierScheduler(BaseScheduler):
 
     def _crawl_delay(self, host: str, delay: float) -> None:
         self.frontier.set_crawl_delay(host, delay)
+
+    def _robots_fetched(self, host: str, seconds: float) -> bool:
+        """robots.txt was the host's fetch: its next one waits the policy's gap."""
+        return self.frontier.defer(host, time.time() + self.frontier.policy.adaptive_gap(seconds))
 
     def _host_unavailable(self, host: str, until: float) -> bool:
         """Hold the host's URLs until ``until``; True: its requests may come back to us."""

@@ -13,3 +13,8 @@ host_unavailable = object()
 #: robots.txt lists sitemaps: ``sitemaps`` (URLs, in file order), ``robots_url``.
 #: Sent with ``SITEMAP_FOLLOW``; the ``web`` spider schedules the in-scope ones.
 sitemaps_found = object()
+
+#: The robots.txt of ``host`` was just fetched, in ``seconds``: that was a fetch from the
+#: host. A receiver that will hold the host for the politeness gap after it returns True;
+#: the sender then hands the waiting request back instead of fetching the page at once.
+robots_fetched = object()

@@ -35,8 +35,10 @@ ALL_PAGES = {"/", "/p/1.html", "/p/2.html", "/p/3.html"}
 
 
 def test_2xx_rules_apply_and_robots_txt_comes_first(crawl, tmp_path):
-    result, hits = crawl_site(crawl, tmp_path, Site("r.test", pages=4, robots_txt=FORBID_2))
+    result, hits = crawl_site(crawl, tmp_path, Site("r.test", pages=4, robots_txt=FORBID_2),
+                              POLITENESS_MIN_DELAY=0.3)
     assert hits[0].path == "/robots.txt" and len(robots_hits(hits)) == 1
+    assert hits[1].start - hits[0].end >= 0.3 - 0.005  # robots.txt was a fetch: the gap holds
     assert pages(hits) == ALL_PAGES - {"/p/2.html"}
     assert not any(r["url"].endswith("/p/2.html") for r in result.records)
     assert result.stats["robotstxt/forbidden"] == 1

@@ -88,6 +88,9 @@ class RobotsMiddleware:
     - Crawl-delay (capped at ``ROBOTSTXT_CRAWL_DELAY_MAX``, off with
       ``ROBOTSTXT_CRAWL_DELAY = False``) is sent to the frontier as a floor on the
       host's gap (signal ``crawler.signals.robots_crawl_delay``);
+    - the robots.txt fetch counts as the host's fetch: the request that waited for it
+      goes back to the frontier for the politeness gap, when a frontier listens to
+      ``crawler.signals.robots_fetched``;
     - with ``SITEMAP_FOLLOW``, the Sitemap lines are announced
       (``crawler.signals.sitemaps_found``) for the spider to follow.
 
@@ -148,8 +151,16 @@ class RobotsMiddleware:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             return None
         origin = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
-        entry = await self._entry(origin)
+        started = time.monotonic()
+        entry, fetched = await self._entry(origin)
         if entry.rules.allowed(request.url):
+            if fetched:
+                # robots.txt was this host's fetch: the page waits out the gap after it.
+                results = self.crawler.signals.send_catch_log(
+                    crawler_signals.robots_fetched, host=parts.hostname, seconds=time.monotonic() - started
+                )
+                if any(result is True for _, result in results):
+                    return request.replace(dont_filter=True)
             return None
         if entry.rules.kind == "disallow_all" and entry.failures <= self.retry_times:
             results = self.crawler.signals.send_catch_log(
@@ -162,15 +173,16 @@ class RobotsMiddleware:
         self.stats.inc_value(f"robotstxt/forbidden/{entry.status_class}")
         raise IgnoreRequest(f"Forbidden by robots.txt ({entry.status_class}): {request.url}")
 
-    async def _entry(self, origin: str) -> RobotsEntry:
-        """The host's current robots entry, fetching it once for all waiting requests."""
+    async def _entry(self, origin: str) -> tuple[RobotsEntry, bool]:
+        """The host's current robots entry, fetching it once for all waiting requests;
+        and whether this call fetched it."""
         entry = self._entries.get(origin)
         if entry is not None and entry.expires > self.clock():
-            return entry
+            return entry, False
         if origin in self._waiting:
             waiter: Deferred[RobotsEntry] = Deferred()
             self._waiting[origin].append(waiter)
-            return await maybe_deferred_to_future(waiter)
+            return await maybe_deferred_to_future(waiter), False
         self._waiting[origin] = []
         try:
             rules, status_class = await self._fetch(origin)
@@ -182,7 +194,7 @@ class RobotsMiddleware:
         self._announce(origin, entry, rules)
         for waiter in self._waiting.pop(origin):
             waiter.callback(entry)
-        return entry
+        return entry, True
 
     def _announce(self, origin: str, entry: RobotsEntry, rules: RobotsRules | None) -> None:
         self.stats.inc_value(f"robotstxt/fetched/{entry.status_class}")
