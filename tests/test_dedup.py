@@ -141,7 +141,7 @@ def test_near_copies_over_http_are_caught_and_their_links_not_followed(crawl, tm
     with TestWeb([Site("n.test", pages=1, files=files)]) as web:
         seeds = [web.url("n.test", p) for p in ("/original.html", "/copy0.html", "/copy1.html",
                                                  "/other.html")]
-        result = crawl(web, tmp_path, "seeds=" + ",".join(seeds), CONCURRENT_REQUESTS=1)
+        result = crawl(web, tmp_path, "seeds=" + ",".join(seeds), CONCURRENT_REQUESTS=1, ROBOTSTXT_OBEY=False)
         secret_hits = web.hits("n.test", "/only-from-copy.html")
         shared_hits = web.hits("n.test", "/shared.html")
     assert result.returncode == 0, result.log[-3000:]
