@@ -76,16 +76,15 @@ def _script(body: str) -> str:
 
 
 _ADD = _script("""
--- ARGV[3] held flag for new hosts, ARGV[4] force; then (bucket, field, fp, host, level, request) x n
+-- ARGV[3] held flag for new hosts; then (bucket, field, fp, host, level, request) x n
 local added = {}
-local held, force = ARGV[3], ARGV[4] == '1'
-for i = 5, #ARGV, 6 do
+local held = ARGV[3]
+for i = 4, #ARGV, 6 do
   local fp, host, level, request = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
   local h = ensure_host(host, held)
   local budget = tonumber(ARGV[2])
   local new = redis.call('HSETNX', P .. 'seen:' .. ARGV[i], ARGV[i + 1], '') == 1
   if new then redis.call('HINCRBY', P .. 'counters', 'seen', 1) end
-  if not new and force and redis.call('EXISTS', P .. 'lease:' .. fp) == 0 then new = true end
   if new and budget > 0 and tonumber(redis.call('HGET', h, 'fetched')) >= budget then
     redis.call('HINCRBY', P .. 'counters', 'dropped/budget', 1)
     new = false
@@ -289,10 +288,13 @@ class RedisFrontier:
     # ---------------------------------------------------------------- contract
 
     def add(self, entries: Iterable[Entry], force: bool = False) -> list[bool]:
+        """Queue each URL the crawl has not seen. ``force`` (a revisit of a URL done) is not
+        supported here: the compact seen set does not say whether a URL is queued or done,
+        so a forced URL might be queued twice; it is treated as any other add."""
         entries = list(entries)
         if not entries:
             return []
-        args: list[object] = ["1" if self.hold_new_hosts else "0", "1" if force else "0"]
+        args: list[object] = ["1" if self.hold_new_hosts else "0"]
         shift = 64 - self.bucket_bits
         for e in entries:
             field = (e.fp & self._field_mask).to_bytes(self._field_bytes, "big")
