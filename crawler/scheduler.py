@@ -5,10 +5,11 @@ from __future__ import annotations
 import ipaddress
 import logging
 import time
+from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from redis import Redis
+from redis import Redis, RedisError
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import call_later
@@ -66,6 +67,10 @@ class FrontierScheduler(BaseScheduler):
         self.commit_interval = commit_interval
         self._resolving: set[str] = set()
         self._closed = False
+        self._outbox: deque[tuple[str, tuple]] = deque()  # frontier steps waiting for Redis
+        self._down_since: float | None = None
+        self._backoff = 0.0
+        self._retry_at = 0.0
         self.spider: Spider | None = None
         self._handed_out: list[tuple[Request, int, int]] = []  # (request, fp, lease token)
         self._wake_at = 0.0
@@ -99,8 +104,9 @@ class FrontierScheduler(BaseScheduler):
         }
         frontier: EmbeddedFrontier | RedisFrontier
         if s.get("REDIS_URL"):
+            client = Redis.from_url(s.get("REDIS_URL"), socket_timeout=10, socket_connect_timeout=5)
             frontier = RedisFrontier(
-                Redis.from_url(s.get("REDIS_URL")), crawl_id,
+                client, crawl_id,
                 expected_urls=s.getint("SEEN_SET_EXPECTED_URLS", defaults.SEEN_SET_EXPECTED_URLS), **common)
         else:
             path = Path(s.get("FRONTIER_DIR", defaults.FRONTIER_DIR)) / crawl_id / "frontier.sqlite"
@@ -141,32 +147,90 @@ class FrontierScheduler(BaseScheduler):
             self._wake_call.cancel()
         # Requests still in progress keep their lease: the next run fetches them again.
         self._ack_finished()
+        self._retry_at = 0.0
         self._housekeeping()
+        if self._outbox:
+            logger.error("%d frontier steps could not reach Redis; their URLs will be fetched "
+                         "again once their leases expire", len(self._outbox))
         self.frontier.close()
+
+    # ---------------------------------------------------------------- Redis outages
+
+    def _write(self, name: str, *args: Any, default: Any = None) -> Any:
+        """Call a frontier step; while the shared frontier is unreachable, keep it (and
+        every later one, in order) in an outbox replayed when it is back: nothing lost."""
+        if self._outbox and not self._flush():
+            self._outbox.append((name, args))
+            return default
+        try:
+            return getattr(self.frontier, name)(*args)
+        except RedisError as error:
+            self._outage(error)
+            self._outbox.append((name, args))
+            return default
+
+    def _flush(self) -> bool:
+        """Replay the outbox; False while the frontier is still unreachable."""
+        if time.monotonic() < self._retry_at:
+            return False
+        while self._outbox:
+            name, args = self._outbox[0]
+            try:
+                getattr(self.frontier, name)(*args)
+            except RedisError as error:
+                self._outage(error)
+                return False
+            self._outbox.popleft()
+        if self._down_since is not None:
+            logger.warning("Redis is back after %.1f s; buffered steps replayed",
+                           time.monotonic() - self._down_since)
+            self._down_since, self._backoff = None, 0.0
+        return True
+
+    def _outage(self, error: Exception) -> None:
+        now = time.monotonic()
+        if self._down_since is None:
+            self._down_since = now
+            logger.warning("Redis unreachable (%s): buffering frontier steps, retrying with backoff", error)
+        self.crawler.stats.inc_value("frontier/redis_errors")
+        self._backoff = min(30.0, max(0.5, self._backoff * 2))
+        self._retry_at = now + self._backoff
+        self._wake_engine_in(self._backoff)
 
     def _commit(self) -> None:
         self._ack_finished()
         self.frontier.commit()
 
     def _housekeeping(self) -> None:
+        if not self._flush():
+            return
         now = time.time()
-        # Our own requests may wait long (robots.txt, slow pipelines): their leases are
-        # ours, so renew them; reaping is for the leases of workers that died.
-        expires = now + self.frontier.lease_seconds
-        for _, fp, token in self._handed_out:
-            self.frontier.renew(fp, token, expires)
-        self.frontier.reap(now)
-        stats = self.crawler.stats
-        for key, value in self.frontier.gauges(now).items():
-            stats.set_value(f"frontier/{key}", value)
-        for key, value in self.frontier.counters.items():
-            stats.set_value(f"frontier/{key}", value)
+        try:
+            # Our own requests may wait long (robots.txt, slow pipelines): their leases are
+            # ours, so renew them; reaping is for the leases of workers that died.
+            expires = now + self.frontier.lease_seconds
+            for _, fp, token in self._handed_out:
+                self.frontier.renew(fp, token, expires)
+            self.frontier.reap(now)
+            stats = self.crawler.stats
+            for key, value in self.frontier.gauges(now).items():
+                stats.set_value(f"frontier/{key}", value)
+            for key, value in self.frontier.counters.items():
+                stats.set_value(f"frontier/{key}", value)
+        except RedisError as error:
+            self._outage(error)
 
     # ---------------------------------------------------------------- engine side
 
     def has_pending_requests(self) -> bool:
         self._ack_finished()
-        return self.frontier.has_pending()
+        if self._outbox and not self._flush():
+            return True  # never close a crawl while its frontier is unreachable
+        try:
+            return self.frontier.has_pending()
+        except RedisError as error:
+            self._outage(error)
+            return True
 
     def enqueue_request(self, request: Request) -> bool:
         fp = int.from_bytes(self.crawler.request_fingerprinter.fingerprint(request)[:8], "big")
@@ -176,12 +240,13 @@ class FrontierScheduler(BaseScheduler):
         if dropped:
             self.crawler.stats.inc_value("frontier/meta_dropped", len(dropped))
         # A retry of the URL its lease holds goes back to the queue; that lease ends.
-        if inherited is not None and inherited[0] == fp and self.frontier.requeue(fp, inherited[1], data):
+        if inherited is not None and inherited[0] == fp and self._write(
+                "requeue", fp, inherited[1], data, default=True):
             self.crawler.stats.inc_value("frontier/requeued")
             return True
         host = urlparse_cached(request).hostname or ""
         level = self.levels.level(request.meta.get("depth", 0), request.priority)
-        added = self.frontier.add([Entry(fp, host, level, data)], force=request.dont_filter)[0]
+        added = self._write("add", [Entry(fp, host, level, data)], request.dont_filter, default=[True])[0]
         if added:
             self.crawler.stats.inc_value("frontier/enqueued")
         self._key_new_hosts()
@@ -189,8 +254,14 @@ class FrontierScheduler(BaseScheduler):
 
     def next_request(self) -> Request | None:
         self._ack_finished()
+        if self._outbox and not self._flush():
+            return None
         now = time.time()
-        result = self.frontier.next(now)
+        try:
+            result = self.frontier.next(now)
+        except RedisError as error:
+            self._outage(error)
+            return None
         if isinstance(result, Claim):
             request = request_from_json(result.request, self.spider)
             request.meta[_LEASE] = (result.fp, result.token)
@@ -214,7 +285,7 @@ class FrontierScheduler(BaseScheduler):
             elif entry[0].meta.get("frontier_keep_lease"):
                 self.crawler.stats.inc_value("frontier/kept_leases")  # not stored: fetched again
             else:
-                self.frontier.ack(entry[1], entry[2])
+                self._write("ack", entry[1], entry[2])
         self._handed_out = still
 
     def _item_error(self, response: Response) -> None:
@@ -225,15 +296,16 @@ class FrontierScheduler(BaseScheduler):
     # ---------------------------------------------------------------- robots.txt
 
     def _crawl_delay(self, host: str, delay: float) -> None:
-        self.frontier.set_crawl_delay(host, delay)
+        self._write("set_crawl_delay", host, delay)
 
     def _robots_fetched(self, host: str, seconds: float) -> bool:
         """robots.txt was the host's fetch: its next one waits the policy's gap."""
-        return self.frontier.defer(host, time.time() + self.frontier.policy.adaptive_gap(seconds))
+        until = time.time() + self.frontier.policy.adaptive_gap(seconds)
+        return self._write("defer", host, until, default=True)
 
     def _host_unavailable(self, host: str, until: float) -> bool:
         """Hold the host's URLs until ``until``; True: its requests may come back to us."""
-        return self.frontier.defer(host, until)
+        return self._write("defer", host, until, default=True)
 
     # ---------------------------------------------------------------- per-IP politeness
 
@@ -251,12 +323,12 @@ class FrontierScheduler(BaseScheduler):
                     d = reactor.resolve(name)
                     d.addCallbacks(self._resolved, self._unresolved, (name,), None, (name,))
             else:
-                self.frontier.set_politeness_key(name, name)
+                self._write("set_politeness_key", name, name)
 
     def _resolved(self, address: str, name: str) -> None:
         self._resolving.discard(name)
         if not self._closed:
-            self.frontier.set_politeness_key(name, address)
+            self._write("set_politeness_key", name, address)
             self._wake_engine_in(0)
 
     def _unresolved(self, failure: Any, name: str) -> None:
@@ -264,7 +336,7 @@ class FrontierScheduler(BaseScheduler):
         self._resolving.discard(name)
         logger.debug("Could not resolve %s: %s", name, failure.getErrorMessage())
         if not self._closed:
-            self.frontier.set_politeness_key(name, name)
+            self._write("set_politeness_key", name, name)
             self._wake_engine_in(0)
 
     def _wake_engine_in(self, seconds: float) -> None:
@@ -303,4 +375,4 @@ class FrontierScheduler(BaseScheduler):
         now = time.time()
         seconds = time.monotonic() - fetch[0]
         status, retry_after = fetch[1], parse_retry_after(fetch[2], now)
-        self.frontier.fetched(lease[0], lease[1], now, seconds, status, retry_after)
+        self._write("fetched", lease[0], lease[1], now, seconds, status, retry_after)

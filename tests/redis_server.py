@@ -45,6 +45,11 @@ class RedisServer:
         client.close()
         return self
 
+    def restart(self) -> None:
+        """Stop and start again on the same port (with AOF on, the data comes back)."""
+        self.stop()
+        self.start()
+
     def stop(self) -> None:
         if self.process is not None:
             self.process.terminate()

@@ -32,9 +32,10 @@ def start_workers(web, tmp_path, redis_url, names, seeds, **settings):
     for name in names:
         home = tmp_path / f"worker-{name}"
         home.mkdir()
-        command, env = crawl_command(web, home, "seeds=" + ",".join(seeds), REDIS_URL=redis_url,
-                                     CRAWL_ID="shared", ROBOTSTXT_OBEY=False, STORE_URI=tmp_path / "store",
-                                     POLITENESS_MIN_DELAY=GAP, POLITENESS_DELAY_FACTOR=0, **settings)
+        options = {"REDIS_URL": redis_url, "CRAWL_ID": "shared", "ROBOTSTXT_OBEY": False,
+                   "STORE_URI": tmp_path / "store", "POLITENESS_MIN_DELAY": GAP,
+                   "POLITENESS_DELAY_FACTOR": 0, **settings}
+        command, env = crawl_command(web, home, "seeds=" + ",".join(seeds), **options)
         workers.append(subprocess.Popen(command, cwd=home, env=env, stdout=subprocess.DEVNULL,
                                         stderr=(home / "log").open("w")))
     return workers
@@ -143,3 +144,26 @@ def test_scrapy_forget_deletes_a_finished_crawl_and_keeps_a_running_one(tmp_path
     assert done.returncode == 0, done.stderr
     assert client.keys("crawl:{done}:*") == [] and client.keys("crawl:{busy}:*")
     assert client.get("other:key") == b"kept"
+
+
+def test_redis_restarting_mid_crawl_loses_nothing(tmp_path):
+    server = RedisServer(tmp_path, appendonly=True).start()
+    sites = [Site(f"r{i}.test", pages=12) for i in range(4)]
+    try:
+        with TestWeb(sites) as web:
+            seeds = [web.url(s.host) for s in sites]
+            worker = start_workers(web, tmp_path, server.url, "w", seeds, POLITENESS_MIN_DELAY=0.2)[0]
+            wait_for_hits(web, 10)
+            server.stop()
+            time.sleep(2)  # the worker runs on without its frontier
+            server.restart()
+            assert worker.wait(timeout=120) == 0
+            expected = web.reachable(seeds)
+            hits = Counter((r.host, r.path) for r in web.hits())
+    finally:
+        server.stop()
+    stored = Counter(r["url"] for r in iter_records(LocalStore(tmp_path / "store")))
+    assert set(stored) == expected
+    assert max(hits.values()) <= 2
+    log = (tmp_path / "worker-w" / "log").read_text()
+    assert "Redis unreachable" in log and "Redis is back" in log
