@@ -9,7 +9,7 @@ from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from redis import Redis, RedisError
+from redis import RedisError
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import call_later
@@ -21,7 +21,7 @@ from crawler import signals as crawler_signals
 from crawler.frontier.codec import request_from_json, request_to_json
 from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels, parse_retry_after
-from crawler.frontier.redis import RedisFrontier
+from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, open_redis_frontier
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
+
+Frontier = EmbeddedFrontier | RedisFrontier | ShardedRedisFrontier
 
 _LEASE = "_frontier_lease"  # request.meta: (fingerprint, lease token) of the URL
 _FETCH = "_frontier_fetch"  # request.meta: [start time, status, Retry-After]
@@ -59,7 +61,7 @@ class FrontierScheduler(BaseScheduler):
     ``FRONTIER_COMMIT_INTERVAL``, ``FRONTIER_CACHE_KIB``.
     """
 
-    def __init__(self, crawler: Crawler, frontier: EmbeddedFrontier | RedisFrontier, levels: PriorityLevels,
+    def __init__(self, crawler: Crawler, frontier: Frontier, levels: PriorityLevels,
                  commit_interval: float) -> None:
         self.crawler = crawler
         self.frontier = frontier
@@ -102,11 +104,10 @@ class FrontierScheduler(BaseScheduler):
             "lease_seconds": s.getfloat("FRONTIER_LEASE_SECONDS", defaults.FRONTIER_LEASE_SECONDS),
             "hold_new_hosts": s.getbool("POLITENESS_PER_IP", defaults.POLITENESS_PER_IP),
         }
-        frontier: EmbeddedFrontier | RedisFrontier
+        frontier: Frontier
         if s.get("REDIS_URL"):
-            client = Redis.from_url(s.get("REDIS_URL"), socket_timeout=10, socket_connect_timeout=5)
-            frontier = RedisFrontier(
-                client, crawl_id,
+            frontier = open_redis_frontier(
+                s.get("REDIS_URL"), crawl_id,
                 expected_urls=s.getint("SEEN_SET_EXPECTED_URLS", defaults.SEEN_SET_EXPECTED_URLS), **common)
         else:
             path = Path(s.get("FRONTIER_DIR", defaults.FRONTIER_DIR)) / crawl_id / "frontier.sqlite"

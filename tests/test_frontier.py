@@ -256,3 +256,21 @@ def test_fewer_priority_levels_on_resume_keep_every_url(tmp_path):
         finish(again, c, now)
         now, seen = now + 1.0, seen + 1
     assert seen == 4
+
+
+def test_consistent_hashing_spreads_hosts_and_moves_few_when_a_shard_is_added():
+    from crawler.frontier.redis import ShardedRedisFrontier
+
+    def ring(n: int) -> ShardedRedisFrontier:  # clients that never connect: only the ring is used
+        return ShardedRedisFrontier([RedisFrontier(redis.Redis(port=1), "x") for _ in range(n)])
+
+    hosts = [f"host{i}.example" for i in range(10_000)]
+    three, four = ring(3), ring(4)
+    before = [three.shard_of(h) for h in hosts]
+    after = [four.shard_of(h) for h in hosts]
+    assert before == [three.shard_of(h) for h in hosts]  # stable
+    for shard in range(3):
+        assert 0.2 < before.count(shard) / len(hosts) < 0.47
+    moved = sum(b != a for b, a in zip(before, after, strict=True)) / len(hosts)
+    assert 0.15 < moved < 0.35  # about 1/4 of the hosts move to the new shard
+    assert all(a == 3 for b, a in zip(before, after, strict=True) if b != a)

@@ -167,3 +167,25 @@ def test_redis_restarting_mid_crawl_loses_nothing(tmp_path):
     assert max(hits.values()) <= 2
     log = (tmp_path / "worker-w" / "log").read_text()
     assert "Redis unreachable" in log and "Redis is back" in log
+
+
+def test_a_crawl_sharded_over_two_redis_servers(tmp_path, redis_url):
+    import redis
+
+    second = RedisServer(tmp_path).start()
+    sites = [Site(f"s{i:02d}.test", pages=6) for i in range(12)]
+    try:
+        with TestWeb(sites) as web:
+            seeds = [web.url(s.host) for s in sites]
+            workers = start_workers(web, tmp_path, f"{redis_url},{second.url}", "ab", seeds)
+            for w in workers:
+                assert w.wait(timeout=120) == 0
+            expected = web.reachable(seeds)
+            check_politeness(web, [s.host for s in sites])
+            assert max(web.max_in_flight(s.host) for s in sites) == 1
+        for url in (redis_url, second.url):  # both servers hold part of the crawl
+            assert redis.Redis.from_url(url).keys("crawl:{shared}:host:*")
+    finally:
+        second.stop()
+    stored = Counter(r["url"] for r in iter_records(LocalStore(tmp_path / "store")))
+    assert set(stored) == expected and max(stored.values()) == 1

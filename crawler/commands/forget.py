@@ -5,11 +5,10 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from redis import Redis
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.frontier.redis import RedisFrontier
+from crawler.frontier.redis import open_redis_frontier
 
 if TYPE_CHECKING:
     import argparse
@@ -39,8 +38,7 @@ class Command(ScrapyCommand):
         url = self.settings.get("REDIS_URL")
         if not url:
             raise UsageError("set REDIS_URL (-s REDIS_URL=redis://host:port/db)")
-        client = Redis.from_url(url)
-        frontier = RedisFrontier(client, args[0])
+        frontier = open_redis_frontier(url, args[0])
         if frontier.has_pending() and not opts.force:
             print(f"crawl {args[0]!r} has {frontier.queued} URLs queued and {frontier.leased} leased; "
                   "not deleted (use --force)", file=sys.stderr)

@@ -18,6 +18,8 @@ allowed time; ``P lease:<fp>`` hash and ``P leases`` sorted set by expiry;
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 from collections.abc import Iterable
 
 from redis import Redis
@@ -406,3 +408,154 @@ class RedisFrontier:
     def describe(self) -> str:
         """Where the state is, for log lines."""
         return f"Redis, keys {self.prefix}*"
+
+
+class ShardedRedisFrontier:
+    """One crawl's frontier split over several Redis servers by consistent hashing of
+    the host: a host's queues, politeness state, leases and its URLs' seen entries all
+    live on its shard, so no step spans two servers and adding a server moves only
+    about 1/N of the hosts. (Per-IP politeness holds within a shard.)
+
+    The shard is part of each lease token (``token * shards + shard``), so the calls
+    that take a lease find their server without a lookup.
+    """
+
+    VNODES = 64  # points per server on the ring: an even spread of hosts
+
+    def __init__(self, shards: list[RedisFrontier]) -> None:
+        if not shards:
+            raise ValueError("no Redis shards")
+        self.shards = shards
+        self.policy = shards[0].policy
+        self.lease_seconds = shards[0].lease_seconds
+        ring = sorted(
+            (int.from_bytes(hashlib.blake2b(f"{i}:{v}".encode(), digest_size=8).digest(), "big"), i)
+            for i in range(len(shards)) for v in range(self.VNODES)
+        )
+        self._points = [point for point, _ in ring]
+        self._owners = [owner for _, owner in ring]
+        self._turn = 0
+
+    def shard_of(self, host: str) -> int:
+        point = int.from_bytes(hashlib.blake2b(host.encode(), digest_size=8).digest(), "big")
+        index = bisect.bisect(self._points, point) % len(self._points)
+        return self._owners[index]
+
+    def _by_token(self, token: int) -> tuple[RedisFrontier, int]:
+        return self.shards[token % len(self.shards)], token // len(self.shards)
+
+    @property
+    def new_hosts(self) -> list[str]:
+        return [host for shard in self.shards for host in shard.new_hosts]
+
+    @new_hosts.setter
+    def new_hosts(self, value: list[str]) -> None:
+        for shard in self.shards:
+            shard.new_hosts = list(value)
+
+    def add(self, entries: Iterable[Entry], force: bool = False) -> list[bool]:
+        entries = list(entries)
+        results: list[bool] = [False] * len(entries)
+        groups: dict[int, list[int]] = {}
+        for position, entry in enumerate(entries):
+            groups.setdefault(self.shard_of(entry.host), []).append(position)
+        for shard, positions in groups.items():
+            added = self.shards[shard].add([entries[p] for p in positions], force)
+            for position, flag in zip(positions, added, strict=True):
+                results[position] = flag
+        return results
+
+    def next(self, now: float) -> Claim | float | None:
+        """A claim from the shards in turn; else the shortest wait among them."""
+        wait = None
+        count = len(self.shards)
+        self._turn = (self._turn + 1) % count
+        for step in range(count):
+            index = (self._turn + step) % count
+            result = self.shards[index].next(now)
+            if isinstance(result, Claim):
+                result.token = result.token * count + index
+                return result
+            if result is not None:
+                wait = result if wait is None else min(wait, result)
+        return wait
+
+    def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
+                retry_after: float | None = None) -> float | None:
+        shard, local = self._by_token(token)
+        return shard.fetched(fp, local, now, fetch_seconds, status, retry_after)
+
+    def ack(self, fp: int, token: int) -> bool:
+        shard, local = self._by_token(token)
+        return shard.ack(fp, local)
+
+    def requeue(self, fp: int, token: int, request: str) -> bool:
+        shard, local = self._by_token(token)
+        return shard.requeue(fp, local, request)
+
+    def renew(self, fp: int, token: int, expires: float) -> None:
+        shard, local = self._by_token(token)
+        shard.renew(fp, local, expires)
+
+    def reap(self, now: float) -> int:
+        return sum(shard.reap(now) for shard in self.shards)
+
+    def set_politeness_key(self, name: str, key: str) -> None:
+        self.shards[self.shard_of(name)].set_politeness_key(name, key)
+
+    def defer(self, name: str, until: float) -> bool:
+        return self.shards[self.shard_of(name)].defer(name, until)
+
+    def set_crawl_delay(self, name: str, delay: float) -> None:
+        self.shards[self.shard_of(name)].set_crawl_delay(name, delay)
+
+    @property
+    def counters(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for shard in self.shards:
+            for key, value in shard.counters.items():
+                total[key] = total.get(key, 0) + value
+        return total
+
+    @property
+    def queued(self) -> int:
+        return sum(shard.queued for shard in self.shards)
+
+    @property
+    def leased(self) -> int:
+        return sum(shard.leased for shard in self.shards)
+
+    def has_pending(self) -> bool:
+        return any(shard.has_pending() for shard in self.shards)
+
+    def done_count(self) -> int:
+        return sum(shard.done_count() for shard in self.shards)
+
+    def gauges(self, now: float) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for shard in self.shards:
+            for key, value in shard.gauges(now).items():
+                total[key] = total.get(key, 0) + value
+        return total
+
+    def forget(self) -> int:
+        return sum(shard.forget() for shard in self.shards)
+
+    def commit(self) -> None:
+        """Every step is already in Redis."""
+
+    def close(self) -> None:
+        for shard in self.shards:
+            shard.close()
+
+    def describe(self) -> str:
+        return f"Redis, {len(self.shards)} shards, keys {self.shards[0].prefix}*"
+
+
+def open_redis_frontier(urls: str, crawl_id: str, **options: object) -> RedisFrontier | ShardedRedisFrontier:
+    """The frontier of ``REDIS_URL``: one Redis URL, or several separated by commas
+    (shards; every worker must list the same ones in the same order)."""
+    clients = [Redis.from_url(url.strip(), socket_timeout=10, socket_connect_timeout=5)
+               for url in urls.split(",") if url.strip()]
+    shards = [RedisFrontier(client, crawl_id, **options) for client in clients]
+    return shards[0] if len(shards) == 1 else ShardedRedisFrontier(shards)

@@ -128,7 +128,8 @@ class PushedSeeds:
     def from_crawler(cls, crawler: Crawler, spider: WebSpider) -> PushedSeeds:
         s = crawler.settings
         crawl_id = s.get("CRAWL_ID") or spider.name
-        seeds = cls(spider, Redis.from_url(s.get("REDIS_URL")), f"crawl:{{{crawl_id}}}:seeds",
+        first = s.get("REDIS_URL").split(",")[0].strip()  # with shards, seeds wait on the first
+        seeds = cls(spider, Redis.from_url(first), f"crawl:{{{crawl_id}}}:seeds",
                     s.getfloat("SEEDS_POLL_INTERVAL", defaults.SEEDS_POLL_INTERVAL),
                     s.getfloat("SCHEDULER_IDLE_BEFORE_CLOSE", defaults.SCHEDULER_IDLE_BEFORE_CLOSE))
         crawler.signals.connect(seeds.spider_opened, signal=signals.spider_opened)
