@@ -108,7 +108,9 @@ class FrontierScheduler(BaseScheduler):
         if s.get("REDIS_URL"):
             frontier = open_redis_frontier(
                 s.get("REDIS_URL"), crawl_id,
-                expected_urls=s.getint("SEEN_SET_EXPECTED_URLS", defaults.SEEN_SET_EXPECTED_URLS), **common)
+                expected_urls=s.getint("SEEN_SET_EXPECTED_URLS", defaults.SEEN_SET_EXPECTED_URLS),
+                seen_set=s.get("SEEN_SET", defaults.SEEN_SET),
+                bloom_error=s.getfloat("SEEN_SET_ERROR_RATE", defaults.SEEN_SET_ERROR_RATE), **common)
         else:
             path = Path(s.get("FRONTIER_DIR", defaults.FRONTIER_DIR)) / crawl_id / "frontier.sqlite"
             frontier = EmbeddedFrontier(

@@ -28,7 +28,7 @@ def redis_url(tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture(params=["embedded", "redis"])
+@pytest.fixture(params=["embedded", "redis", "redis-bloom"])
 def make_frontier(request, tmp_path):
     """Each contract test runs against both backends."""
     crawl_id = uuid.uuid4().hex
@@ -38,6 +38,8 @@ def make_frontier(request, tmp_path):
         if request.param == "embedded":
             return EmbeddedFrontier(kwargs.pop("path", ":memory:"), **kwargs)
         kwargs.pop("path", None)
+        if request.param == "redis-bloom":
+            kwargs["seen_set"] = "bloom"
         client = redis.Redis.from_url(request.getfixturevalue("redis_url"))
         return RedisFrontier(client, crawl_id, **kwargs)
     make.backend = request.param
@@ -274,3 +276,17 @@ def test_consistent_hashing_spreads_hosts_and_moves_few_when_a_shard_is_added():
     moved = sum(b != a for b, a in zip(before, after, strict=True)) / len(hosts)
     assert 0.15 < moved < 0.35  # about 1/4 of the hosts move to the new shard
     assert all(a == 3 for b, a in zip(before, after, strict=True) if b != a)
+
+
+def test_bloom_seen_set_keeps_its_false_positive_rate(redis_url):
+    f = RedisFrontier(redis.Redis.from_url(redis_url), uuid.uuid4().hex, seen_set="bloom",
+                      expected_urls=20_000, bloom_error=0.01)
+    urls = [f"http://h{i % 50}.test/{i}" for i in range(20_000)]
+    added = []
+    for start in range(0, len(urls), 1000):
+        added += f.add([entry(u) for u in urls[start:start + 1000]])
+    lost = added.count(False) / len(urls)  # new URLs taken for seen: the false positives
+    assert lost < 0.01
+    assert not any(f.add([entry(u) for u in urls[:1000]]))  # seen ones are always seen
+    size = sum(f.redis.strlen(key) for key in f.redis.keys(f.prefix + "bloom:*"))
+    assert size < 1.3 * len(urls)  # ~1.2 bytes a URL

@@ -8,8 +8,9 @@ workers a politeness key has at most one fetch in flight, and a lease a dead wor
 held is given out again once it expires. Requests are stored as JSON, never pickles.
 
 Layout (P = ``crawl:{id}:``): ``P seen:<bucket>`` hashes holding the seen
-fingerprints compactly (see ``seen_buckets``); ``P q:<host>:<level>``
-lists of queued entries; ``P host:<host>`` hash (group key, fetched, WRR credits);
+fingerprints compactly (``seen_bucket_bits``), or ``P bloom:<i>`` bitmaps in Bloom
+mode; ``P q:<host>:<level>`` lists of queued entries; ``P host:<host>`` hash (group
+key, fetched, WRR credits);
 ``P group:<key>`` hash (next_allowed, backoff, last_gap, crawl_delay, busy) and
 ``P members:<key>`` set of its hosts; ``P ready`` sorted set of claimable hosts by
 allowed time; ``P lease:<fp>`` hash and ``P leases`` sorted set by expiry;
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from redis import Redis
 
@@ -77,15 +80,15 @@ def _script(body: str) -> str:
     return common + body
 
 
-_ADD = _script("""
--- ARGV[3] held flag for new hosts; then (bucket, field, fp, host, level, request) x n
+_ADD_BODY = """
+-- ARGV[3] held flag for new hosts; then (seen key, seen args, fp, host, level, request) x n
 local added = {}
 local held = ARGV[3]
 for i = 4, #ARGV, 6 do
   local fp, host, level, request = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
   local h = ensure_host(host, held)
   local budget = tonumber(ARGV[2])
-  local new = redis.call('HSETNX', P .. 'seen:' .. ARGV[i], ARGV[i + 1], '') == 1
+  local new = SEEN_CHECK
   if new then redis.call('HINCRBY', P .. 'counters', 'seen', 1) end
   if new and budget > 0 and tonumber(redis.call('HGET', h, 'fetched')) >= budget then
     redis.call('HINCRBY', P .. 'counters', 'dropped/budget', 1)
@@ -101,7 +104,20 @@ for i = 4, #ARGV, 6 do
   added[#added + 1] = new and 1 or 0
 end
 return added
-""")
+"""
+# Exact: a field (the fingerprint's bits past the bucket) in a small bucket hash.
+_ADD = _script(_ADD_BODY.replace(
+    "SEEN_CHECK", "redis.call('HSETNX', P .. 'seen:' .. ARGV[i], ARGV[i + 1], '') == 1"))
+# Bloom: the fingerprint's k bit positions (comma-separated) in one of the bitmaps.
+_ADD_BLOOM = _script("""
+local function bloom_add(key, positions)
+  local present = true
+  for position in string.gmatch(positions, '[^,]+') do
+    if redis.call('SETBIT', key, position, 1) == 0 then present = false end
+  end
+  return not present
+end
+""" + _ADD_BODY.replace("SEEN_CHECK", "bloom_add(P .. 'bloom:' .. ARGV[i], ARGV[i + 1])"))
 
 _CLAIM = _script("""
 -- ARGV[3] now, ARGV[4] lease expiry, ARGV[5] token; weights per level follow
@@ -235,6 +251,34 @@ return 1
 """)
 
 
+@dataclass(frozen=True)
+class BloomGeometry:
+    """A Bloom filter for ``n`` URLs at false-positive rate ``p``: m bits in total, split
+    over ``bitmaps`` Redis strings (each under Redis's 512 MB string limit), k bits a URL.
+
+    A false positive makes a new URL look seen: it is dropped without a fetch and counted
+    with the URLs that were seen (``dropped/seen``); expect about p of the new URLs lost,
+    and more once the crawl outgrows ``n``. In exchange a URL costs ~1.2 bytes at 1%.
+    """
+
+    bits: int  # per bitmap
+    bitmaps: int
+    k: int
+
+    @classmethod
+    def for_urls(cls, n: int, p: float) -> BloomGeometry:
+        m = math.ceil(-n * math.log(p) / math.log(2) ** 2)
+        bitmaps = math.ceil(m / 2**31)
+        return cls(math.ceil(m / bitmaps), bitmaps, max(1, round(m / n * math.log(2))))
+
+    def locate(self, fp: int) -> tuple[int, str]:
+        """(bitmap index, its k bit positions joined by commas): double hashing of the
+        two halves of the 64-bit fingerprint (Kirsch and Mitzenmacher)."""
+        low, high = fp & 0xFFFFFFFF, fp >> 32
+        step = high | 1
+        return high % self.bitmaps, ",".join(str((low + i * step) % self.bits) for i in range(self.k))
+
+
 def seen_bucket_bits(expected_urls: int) -> int:
     """Bits of the fingerprint that pick its seen-set bucket: about 64 fingerprints per
     bucket at ``expected_urls``, so each bucket stays a small hash that Redis keeps in
@@ -262,8 +306,13 @@ class RedisFrontier:
         lease_seconds: float = 600.0,
         hold_new_hosts: bool = False,
         expected_urls: int = 10_000_000,
+        seen_set: str = "exact",
+        bloom_error: float = 0.01,
     ) -> None:
+        if seen_set not in ("exact", "bloom"):
+            raise ValueError(f"SEEN_SET must be 'exact' or 'bloom', not {seen_set!r}")
         self.redis = client
+        self.bloom = BloomGeometry.for_urls(expected_urls, bloom_error) if seen_set == "bloom" else None
         self.bucket_bits = seen_bucket_bits(expected_urls)
         self._field_bytes = (64 - self.bucket_bits + 7) // 8
         self._field_mask = (1 << (64 - self.bucket_bits)) - 1
@@ -275,8 +324,8 @@ class RedisFrontier:
         self.hold_new_hosts = hold_new_hosts
         self.new_hosts: list[str] = []
         self._scripts = {name: client.register_script(body) for name, body in (
-            ("add", _ADD), ("claim", _CLAIM), ("fetched", _FETCHED), ("ack", _ACK),
-            ("reap", _REAP), ("key", _KEY))}
+            ("add", _ADD_BLOOM if self.bloom else _ADD), ("claim", _CLAIM), ("fetched", _FETCHED),
+            ("ack", _ACK), ("reap", _REAP), ("key", _KEY))}
         self._known_hosts: set[str] = set()
 
     def _run(self, name: str, *args: object) -> object:
@@ -299,9 +348,11 @@ class RedisFrontier:
         args: list[object] = ["1" if self.hold_new_hosts else "0"]
         shift = 64 - self.bucket_bits
         for e in entries:
-            field = (e.fp & self._field_mask).to_bytes(self._field_bytes, "big")
-            args += [e.fp >> shift, field, self._fp(e.fp).hex(), e.host,
-                     min(e.level, self.levels.levels - 1), e.request]
+            if self.bloom:
+                key, seen = self.bloom.locate(e.fp)
+            else:
+                key, seen = e.fp >> shift, (e.fp & self._field_mask).to_bytes(self._field_bytes, "big")
+            args += [key, seen, self._fp(e.fp).hex(), e.host, min(e.level, self.levels.levels - 1), e.request]
             if self.hold_new_hosts and e.host not in self._known_hosts:
                 self._known_hosts.add(e.host)
                 if self.redis.hget(self.prefix + f"host:{e.host}", "held") != b"0":
