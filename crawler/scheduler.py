@@ -84,6 +84,7 @@ class FrontierScheduler(BaseScheduler):
         crawler.signals.connect(self._crawl_delay, signal=crawler_signals.robots_crawl_delay)
         crawler.signals.connect(self._host_unavailable, signal=crawler_signals.host_unavailable)
         crawler.signals.connect(self._item_error, signal=signals.item_error)
+        crawler.signals.connect(self._item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(self._robots_fetched, signal=crawler_signals.robots_fetched)
 
     @classmethod
@@ -290,6 +291,9 @@ class FrontierScheduler(BaseScheduler):
             else:
                 self._write("ack", entry[1], entry[2])
         self._handed_out = still
+
+    def _item_scraped(self) -> None:
+        self._write("count", "stored")
 
     def _item_error(self, response: Response) -> None:
         """A page that failed in the pipelines is not stored: its URL is not done."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -47,6 +48,12 @@ def wait_for_hits(web, count):
         time.sleep(0.02)
 
 
+def scrapy_command(*args: str, redis_url: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SCRAPY_SETTINGS_MODULE": "crawler.settings"}
+    command = [sys.executable, "-m", "scrapy", *args, "-s", f"REDIS_URL={redis_url}"]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
 def check_politeness(web, hosts):
     for host in hosts:
         records = sorted(web.hits(host), key=lambda r: r.start)
@@ -68,6 +75,8 @@ def test_three_workers_share_politeness_and_store_every_page_once(tmp_path, redi
     stored = Counter(r["url"] for r in iter_records(LocalStore(tmp_path / "store")))
     assert set(stored) == expected and max(stored.values()) == 1
     assert max(hits.values()) == 1  # the same seeds given to three workers: fetched once
+    counters = json.loads(scrapy_command("crawlstats", "shared", redis_url=redis_url).stdout)
+    assert counters["stored"] == counters["fetched"] == len(expected) and counters["queued"] == 0
 
 
 def test_a_worker_killed_mid_crawl_loses_nothing(tmp_path, redis_url):
@@ -93,8 +102,6 @@ def test_a_worker_killed_mid_crawl_loses_nothing(tmp_path, redis_url):
 
 
 def test_seeds_pushed_into_redis_are_crawled_and_idle_workers_close(tmp_path, redis_url):
-    import json
-
     import redis
 
     sites = [Site("p.test", pages=5), Site("q.test", pages=5)]
@@ -133,10 +140,7 @@ def test_scrapy_forget_deletes_a_finished_crawl_and_keeps_a_running_one(tmp_path
     client.set("other:key", "kept")
 
     def forget(*args: str) -> subprocess.CompletedProcess:
-        env = {**os.environ, "PYTHONPATH": str(REPO), "SCRAPY_SETTINGS_MODULE": "crawler.settings"}
-        command = [sys.executable, "-m", "scrapy", "forget", *args, "-s", f"REDIS_URL={redis_url}"]
-        return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=60, check=False)
+        return scrapy_command("forget", *args, redis_url=redis_url)
 
     busy = forget("busy")
     assert busy.returncode == 1 and "1 URLs queued" in busy.stderr

@@ -168,7 +168,7 @@ class EmbeddedFrontier:
         top = self.levels.levels - 1  # FRONTIER_PRIORITY_LEVELS may have shrunk since
         self.db.execute("UPDATE urls SET level = ? WHERE level > ? AND state = ?", (top, top, QUEUED))
         if recovered:
-            self._count("leases/recovered", recovered)
+            self.count("leases/recovered", recovered)
             logger.info("Frontier: %d URLs leased by a previous run are queued again", recovered)
         for hid, name, next_allowed, backoff, last_gap, fetched in self.db.execute(
             "SELECT id, name, next_allowed, backoff, last_gap, fetched FROM hosts"
@@ -246,7 +246,7 @@ class EmbeddedFrontier:
         ).rowcount
         self.queued -= sum(host.queued)
         host.queued = [0] * len(host.queued)
-        self._count("dropped/budget", dropped)
+        self.count("dropped/budget", dropped)
         logger.info("Host %s reached its budget of %d pages: %d URLs dropped", host.name,
                     self.budget.pages, dropped)
 
@@ -262,7 +262,8 @@ class EmbeddedFrontier:
         """robots.txt's Crawl-delay for host ``name``: a floor on its key's gap."""
         self._host(name).group.times.crawl_delay = delay
 
-    def _count(self, key: str, n: int = 1) -> None:
+    def count(self, key: str, n: int = 1) -> None:
+        """Add to a counter (reported in stats as ``frontier/<key>``)."""
         self.counters[key] = self.counters.get(key, 0) + n
 
     # ---------------------------------------------------------------- contract
@@ -277,7 +278,7 @@ class EmbeddedFrontier:
         for entry in entries:
             host = self._host(entry.host)
             if self.budget.exhausted(host.fetched):
-                self._count("dropped/budget")
+                self.count("dropped/budget")
                 added.append(False)
                 continue
             self._seq += 1
@@ -292,7 +293,7 @@ class EmbeddedFrontier:
                     (QUEUED, entry.level, self._seq, entry.request, fp, DONE),
                 )
             if not cur.rowcount:
-                self._count("dropped/seen")
+                self.count("dropped/seen")
                 added.append(False)
                 continue
             host.queued[entry.level] += 1
@@ -368,12 +369,13 @@ class EmbeddedFrontier:
         if lease is None or lease.token != token or not lease.fetching:
             return None
         lease.fetching = False
+        self.count("failed" if status is None else "fetched")
         host = self._hosts[lease.host]
         group = host.group
         was_backing_off = group.times.backoff > 0
         gap = self.policy.after_fetch(group.times, fetch_seconds, status, retry_after)
         if group.times.backoff and not was_backing_off:
-            self._count("backoffs")
+            self.count("backoffs")
             logger.info("Host %s answered %s: backing off %.1f s", host.name, status or "no response", gap)
         group.next_allowed = now + gap
         self.db.execute(
@@ -407,7 +409,7 @@ class EmbeddedFrontier:
             row = self.db.execute("SELECT request FROM urls WHERE fp = ?", (_signed(fp),)).fetchone()
             self.requeue(fp, lease.token, row[0])
         if expired:
-            self._count("leases/expired", len(expired))
+            self.count("leases/expired", len(expired))
             logger.warning("Frontier: %d leases expired unacked; their URLs are queued again", len(expired))
         return len(expired)
 

@@ -169,10 +169,12 @@ end
 """)
 
 _FETCHED = _script("""
--- ARGV[3] fp, ARGV[4] token, ARGV[5] next_allowed, ARGV[6] backoff, ARGV[7] last_gap
+-- ARGV[3] fp, ARGV[4] token, ARGV[5] next_allowed, ARGV[6] backoff, ARGV[7] last_gap,
+-- ARGV[8] 'fetched' or 'failed' (no response)
 local l = P .. 'lease:' .. ARGV[3]
 if redis.call('HGET', l, 'token') ~= ARGV[4] or redis.call('HGET', l, 'fetching') ~= '1' then return 0 end
 redis.call('HSET', l, 'fetching', 0)
+redis.call('HINCRBY', P .. 'counters', ARGV[8], 1)
 local group = redis.call('HGET', P .. 'host:' .. redis.call('HGET', l, 'host'), 'group')
 redis.call('HSET', P .. 'group:' .. group, 'next_allowed', ARGV[5], 'backoff', ARGV[6], 'last_gap', ARGV[7])
 release(group)
@@ -379,7 +381,9 @@ class RedisFrontier:
         times = HostTimes(*(float(v) if v is not None else 0.0 for v in stored))
         was_backing_off = times.backoff > 0
         gap = self.policy.after_fetch(times, fetch_seconds, status, retry_after)
-        if not self._run("fetched", self._fp(fp).hex(), token, now + gap, times.backoff, times.last_gap):
+        outcome = "failed" if status is None else "fetched"
+        if not self._run("fetched", self._fp(fp).hex(), token, now + gap, times.backoff, times.last_gap,
+                         outcome):
             return None
         if times.backoff and not was_backing_off:
             self.redis.hincrby(self.prefix + "counters", "backoffs", 1)
@@ -435,6 +439,10 @@ class RedisFrontier:
     def gauges(self, now: float) -> dict[str, int]:
         return {"queued": self.queued, "leased": self.leased,
                 "hosts/ready": int(self.redis.zcount(self.prefix + "ready", "-inf", now))}
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add to a crawl-wide counter (readable while the crawl runs: ``scrapy crawlstats``)."""
+        self.redis.hincrby(self.prefix + "counters", name, n)
 
     def forget(self) -> int:
         """Delete every key of this crawl; returns how many."""
@@ -588,6 +596,9 @@ class ShardedRedisFrontier:
             for key, value in shard.gauges(now).items():
                 total[key] = total.get(key, 0) + value
         return total
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.shards[0].count(name, n)
 
     def forget(self) -> int:
         return sum(shard.forget() for shard in self.shards)
