@@ -193,3 +193,17 @@ def test_a_crawl_sharded_over_two_redis_servers(tmp_path, redis_url):
         second.stop()
     stored = Counter(r["url"] for r in iter_records(LocalStore(tmp_path / "store")))
     assert set(stored) == expected and max(stored.values()) == 1
+
+
+def test_workers_share_robots_txt_so_each_host_serves_it_once(tmp_path, redis_url):
+    sites = [Site(f"t{i}.test", pages=12, robots_txt="User-agent: *\nDisallow: /p/5.html\n")
+             for i in range(4)]
+    with TestWeb(sites) as web:
+        seeds = [web.url(s.host) for s in sites]
+        workers = start_workers(web, tmp_path, redis_url, "ab", seeds, ROBOTSTXT_OBEY=True)
+        for w in workers:
+            assert w.wait(timeout=120) == 0
+        robots = Counter(r.host for r in web.hits() if r.path == "/robots.txt")
+        forbidden = web.hits(path="/p/5.html")
+    assert robots == {s.host: 1 for s in sites}
+    assert forbidden == []

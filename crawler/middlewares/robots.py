@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
+from redis import Redis, RedisError
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -38,6 +39,7 @@ class RobotsEntry:
     status_class: str  # "2xx", "4xx", "5xx", "unreachable", "redirects"
     expires: float
     failures: int = 0  # consecutive unreachable fetches
+    body: bytes | None = None  # the robots.txt the rules were parsed from (2xx)
 
 
 @dataclass(frozen=True)
@@ -54,19 +56,63 @@ class RobotsCachePolicy:
     retry: float = defaults.ROBOTSTXT_RETRY_DELAY
 
     def after_fetch(self, previous: RobotsEntry | None, rules: RobotsRules | None, status_class: str,
-                    now: float) -> RobotsEntry:
+                    now: float, body: bytes | None = None) -> RobotsEntry:
         """The entry after a fetch; ``rules`` None means unreachable."""
         if rules is not None:
-            return RobotsEntry(rules, status_class, now + self.ttl)
+            return RobotsEntry(rules, status_class, now + self.ttl, body=body)
         failures = (previous.failures if previous else 0) + 1
         wait = min(self.ttl, self.retry * 2 ** (failures - 1))
         if previous is not None and previous.rules.kind != "disallow_all":
-            return RobotsEntry(previous.rules, previous.status_class, now + wait, failures)
+            return RobotsEntry(previous.rules, previous.status_class, now + wait, failures, previous.body)
         return RobotsEntry(RobotsRules.disallow_all(), status_class, now + wait, failures)
 
 
+class SharedRobotsCache:
+    """robots.txt answers shared by the workers of a Redis crawl, so a host's robots.txt
+    is fetched once for the crawl, not once per worker: ``crawl:{<id>}:robots:<origin>``
+    hashes that expire with the answer. Redis errors are logged and ignored (each worker
+    then fetches for itself)."""
+
+    def __init__(self, client: Redis, prefix: str) -> None:
+        self.redis = client
+        self.prefix = prefix
+
+    def load(self, origin: str, token: str) -> RobotsEntry | None:
+        try:
+            stored = self.redis.hgetall(self.prefix + origin)
+        except RedisError as error:
+            logger.warning("Shared robots.txt cache unreachable: %s", error)
+            return None
+        if not stored:
+            return None
+        body = stored.get(b"body")
+        if stored[b"kind"] == b"disallow_all":
+            rules = RobotsRules.disallow_all()
+        elif body is not None:
+            rules = RobotsRules.parse(body, token)
+        else:
+            rules = RobotsRules.allow_all()
+        return RobotsEntry(rules, stored[b"status_class"].decode(), float(stored[b"expires"]),
+                           int(stored[b"failures"]), body)
+
+    def save(self, origin: str, entry: RobotsEntry) -> None:
+        fields = {"kind": entry.rules.kind, "status_class": entry.status_class,
+                  "expires": entry.expires, "failures": entry.failures}
+        if entry.body is not None:
+            fields["body"] = entry.body
+        try:
+            pipe = self.redis.pipeline()
+            pipe.delete(self.prefix + origin)
+            pipe.hset(self.prefix + origin, mapping=fields)
+            pipe.expireat(self.prefix + origin, int(entry.expires) + 1)
+            pipe.execute()
+        except RedisError as error:
+            logger.warning("Shared robots.txt cache unreachable: %s", error)
+
+
 def _status_class(status: int) -> str:
-    return f"{status // 100}xx"
+    """"2xx", "4xx", "5xx"...; 429 keeps its number: it means unreachable, not unavailable."""
+    return "429" if status == 429 else f"{status // 100}xx"
 
 
 class RobotsMiddleware:
@@ -110,6 +156,7 @@ class RobotsMiddleware:
         self.token = token
         self.policy = policy
         self.retry_times = retry_times
+        self.shared: SharedRobotsCache | None = None
         self.crawl_delay_max = crawl_delay_max
         self.clock = clock
         self._entries: dict[str, RobotsEntry] = {}
@@ -136,6 +183,11 @@ class RobotsMiddleware:
             s.getbool("SITEMAP_FOLLOW", defaults.SITEMAP_FOLLOW),
         )
         crawler.signals.connect(middleware._bytes_received, signal=signals.bytes_received)
+        if s.get("REDIS_URL"):
+            crawl_id = s.get("CRAWL_ID") or crawler.spidercls.name
+            first = s.get("REDIS_URL").split(",")[0].strip()
+            middleware.shared = SharedRobotsCache(Redis.from_url(first, socket_timeout=5),
+                                                  f"crawl:{{{crawl_id}}}:robots:")
         return middleware
 
     @property
@@ -183,18 +235,33 @@ class RobotsMiddleware:
             waiter: Deferred[RobotsEntry] = Deferred()
             self._waiting[origin].append(waiter)
             return await maybe_deferred_to_future(waiter), False
+        shared = self.shared.load(origin, self.token) if self.shared else None
+        if shared is not None and shared.expires > self.clock():
+            self._entries[origin] = shared  # another worker fetched it
+            return shared, False
         self._waiting[origin] = []
         try:
-            rules, status_class = await self._fetch(origin)
+            status_class, body = await self._fetch(origin)
         except Exception:  # a bug must not leave the waiting requests hanging
             logger.exception("robots.txt of %s: fetch failed", origin)
-            rules, status_class = None, "unreachable"
-        entry = self.policy.after_fetch(entry, rules, status_class, self.clock())
+            status_class, body = "unreachable", None
+        rules = self._rules(status_class, body)
+        entry = self.policy.after_fetch(entry or shared, rules, status_class, self.clock(), body)
         self._entries[origin] = entry
+        if self.shared:
+            self.shared.save(origin, entry)
         self._announce(origin, entry, rules)
         for waiter in self._waiting.pop(origin):
             waiter.callback(entry)
         return entry, True
+
+    def _rules(self, status_class: str, body: bytes | None) -> RobotsRules | None:
+        """The rules a fetch outcome means; None for unreachable (RFC 9309 2.3.1)."""
+        if status_class == "2xx":
+            return RobotsRules.parse(body or b"", self.token)
+        if status_class in ("4xx", "redirects"):
+            return RobotsRules.allow_all()
+        return None
 
     def _announce(self, origin: str, entry: RobotsEntry, rules: RobotsRules | None) -> None:
         self.stats.inc_value(f"robotstxt/fetched/{entry.status_class}")
@@ -211,8 +278,8 @@ class RobotsMiddleware:
             host = urlsplit(origin).hostname  # as the frontier keys hosts: no port, no brackets
             self.crawler.signals.send_catch_log(crawler_signals.robots_crawl_delay, host=host, delay=delay)
 
-    async def _fetch(self, origin: str) -> tuple[RobotsRules | None, str]:
-        """(rules, status class) of ``origin``'s robots.txt; rules None when unreachable."""
+    async def _fetch(self, origin: str) -> tuple[str, bytes | None]:
+        """(status class, body when 2xx) of ``origin``'s robots.txt."""
         url = origin + "/robots.txt"
         for _ in range(MAX_REDIRECTS + 1):
             request = Request(url, priority=1000, dont_filter=True, meta={
@@ -223,17 +290,17 @@ class RobotsMiddleware:
                 response: Response = await self.crawler.engine.download_async(request)
             except Exception as error:  # timeout, refused, reset, DNS: unreachable
                 logger.debug("robots.txt %s: %r", url, error)
-                return None, "unreachable"
+                return "unreachable", None
             status = response.status
             if 300 <= status < 400 and b"Location" in response.headers:
                 url = urljoin(url, response.headers[b"Location"].decode("latin-1"))
                 continue
             if 200 <= status < 300:
-                return RobotsRules.parse(response.body, self.token), "2xx"
+                return "2xx", response.body[:ROBOTS_MAX_BYTES + 1]
             if 400 <= status < 500 and status != 429:
-                return RobotsRules.allow_all(), "4xx"
-            return None, _status_class(status)  # 5xx, 429, odd codes: unreachable
-        return RobotsRules.allow_all(), "redirects"  # more than 5: unavailable (2.3.1.2)
+                return "4xx", None
+            return _status_class(status), None  # 5xx, 429, odd codes: unreachable
+        return "redirects", None  # more than 5: unavailable (2.3.1.2)
 
     def _bytes_received(self, data: bytes, request: Request) -> None:
         """Stop a robots.txt download at ROBOTS_MAX_BYTES: a 1 GB file is not read."""
