@@ -34,3 +34,6 @@ class Page:
     duplicate_of: str | None = None  # URL of the earlier page with the same or near text
     duplicate_kind: str | None = None  # "exact" or "near"
     stored: dict | None = None
+    # Files still to be uploaded before the page is safe (remote stores): its URL is
+    # acked to the frontier only once they are (crawler.signals.store_file_uploaded).
+    awaiting_upload: list[str] = field(default_factory=list)

@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import urlsplit
@@ -61,6 +62,7 @@ class S3Store:
         self.retries = retries
         self.retry_delay = retry_delay
         self._uploads: list[Deferred] = []
+        self.on_uploaded: Callable[[str], object] = lambda name: None
         self.uploaded = 0
         self.failed = 0
 
@@ -94,9 +96,14 @@ class S3Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path.open("ab")
 
+    #: Pages written here are safe only once their file is uploaded.
+    remote = True
+
     def finish(self, name: str, spool: Path | None = None) -> None:
-        """Upload the complete file ``name`` in a thread (``wait`` waits for it)."""
+        """Upload the complete file ``name`` in a thread (``wait`` waits for it); then
+        ``on_uploaded(name)`` runs, in the reactor thread, if the upload succeeded."""
         upload = deferToThread(self.upload, name, spool)
+        upload.addCallback(lambda ok: ok and self.on_uploaded(name))
         upload.addErrback(lambda failure: logger.error("Upload of %s: %s", name, failure.getTraceback()))
         self._uploads.append(upload)
 

@@ -34,6 +34,7 @@ Frontier = EmbeddedFrontier | RedisFrontier | ShardedRedisFrontier
 
 _LEASE = "_frontier_lease"  # request.meta: (fingerprint, lease token) of the URL
 _FETCH = "_frontier_fetch"  # request.meta: [start time, status, Retry-After]
+_UPLOADS = "_frontier_uploads"  # request.meta: store files its page waits to be uploaded in
 
 
 class FrontierScheduler(BaseScheduler):
@@ -70,6 +71,10 @@ class FrontierScheduler(BaseScheduler):
         self._resolving: set[str] = set()
         self._closed = False
         self._outbox: deque[tuple[str, tuple]] = deque()  # frontier steps waiting for Redis
+        # Leases of pages stored in files not yet uploaded, and the other way round.
+        self._waiting_files: dict[tuple[int, int], set[str]] = {}
+        self._by_file: dict[str, set[tuple[int, int]]] = {}
+        self._uploaded_files: set[str] = set()
         self._down_since: float | None = None
         self._backoff = 0.0
         self._retry_at = 0.0
@@ -85,6 +90,7 @@ class FrontierScheduler(BaseScheduler):
         crawler.signals.connect(self._host_unavailable, signal=crawler_signals.host_unavailable)
         crawler.signals.connect(self._item_error, signal=signals.item_error)
         crawler.signals.connect(self._item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(self._file_uploaded, signal=crawler_signals.store_file_uploaded)
         crawler.signals.connect(self._robots_fetched, signal=crawler_signals.robots_fetched)
 
     @classmethod
@@ -134,7 +140,7 @@ class FrontierScheduler(BaseScheduler):
                 "fetched again. To start a fresh crawl, delete that directory or set another CRAWL_ID.",
                 done, self.frontier.describe(),
             )
-        elif done:
+        elif done or self.frontier.queued:
             logger.info("Resuming the crawl: %d URLs done, %d queued", done, self.frontier.queued)
         self._key_new_hosts()
         for interval, step in ((self.commit_interval, self._commit), (5.0, self._housekeeping)):
@@ -215,6 +221,8 @@ class FrontierScheduler(BaseScheduler):
             expires = now + self.frontier.lease_seconds
             for _, fp, token in self._handed_out:
                 self.frontier.renew(fp, token, expires)
+            for fp, token in self._waiting_files:
+                self.frontier.renew(fp, token, expires)
             self.frontier.reap(now)
             stats = self.crawler.stats
             for key, value in self.frontier.gauges(now).items():
@@ -231,7 +239,9 @@ class FrontierScheduler(BaseScheduler):
         if self._outbox and not self._flush():
             return True  # never close a crawl while its frontier is unreachable
         try:
-            return self.frontier.has_pending()
+            # Leases that wait only for this worker's uploads do not keep the crawl open:
+            # the last files are uploaded when it closes.
+            return self.frontier.queued + self.frontier.leased - len(self._waiting_files) > 0
         except RedisError as error:
             self._outage(error)
             return True
@@ -288,12 +298,30 @@ class FrontierScheduler(BaseScheduler):
                 still.append(entry)
             elif entry[0].meta.get("frontier_keep_lease"):
                 self.crawler.stats.inc_value("frontier/kept_leases")  # not stored: fetched again
+            elif files := entry[0].meta.get(_UPLOADS, set()) - self._uploaded_files:
+                key = (entry[1], entry[2])  # stored, but safe only once uploaded
+                self._waiting_files[key] = files
+                for name in files:
+                    self._by_file.setdefault(name, set()).add(key)
             else:
                 self._write("ack", entry[1], entry[2])
         self._handed_out = still
 
-    def _item_scraped(self) -> None:
+    def _item_scraped(self, item: Any, response: Response) -> None:
         self._write("count", "stored")
+        files = getattr(item, "awaiting_upload", None)
+        if files and response is not None and response.request is not None:
+            response.request.meta.setdefault(_UPLOADS, set()).update(files)
+
+    def _file_uploaded(self, name: str) -> None:
+        """A store file is uploaded: ack the URLs whose pages were all waiting for it."""
+        self._uploaded_files.add(name)
+        for key in self._by_file.pop(name, ()):
+            waiting = self._waiting_files[key]
+            waiting.discard(name)
+            if not waiting:
+                del self._waiting_files[key]
+                self._write("ack", *key)
 
     def _item_error(self, response: Response) -> None:
         """A page that failed in the pipelines is not stored: its URL is not done."""

@@ -18,3 +18,6 @@ sitemaps_found = object()
 #: host. A receiver that will hold the host for the politeness gap after it returns True;
 #: the sender then hands the waiting request back instead of fetching the page at once.
 robots_fetched = object()
+
+#: A store file ``name`` is safely stored (uploaded): the URLs of the pages in it are done.
+store_file_uploaded = object()

@@ -50,6 +50,9 @@ class LocalStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path.open("ab")
 
+    #: Pages are safe once written to the local disk.
+    remote = False
+
     def finish(self, name: str) -> None:
         """The file is complete: on a local disk, nothing more to do."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import socket
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -159,3 +160,21 @@ def test_a_file_whose_upload_gives_up_stays_spooled_and_is_uploaded_next_time(tm
     assert (running.spool / "meta" / "busy.jsonl.gz").read_bytes() == b"being written"  # untouched
     assert alive.list("meta") == ["meta/x.jsonl.gz"]
     assert alive.read_range("meta/x.jsonl.gz", 5, 5) == b"bytes"
+
+
+def test_a_page_is_done_only_once_its_files_are_uploaded(crawl, tmp_path, moto):
+    make_bucket(moto, "acks")
+    dead = f"http://127.0.0.1:{free_port()}"
+    options = {"STORE_URI": "s3://acks/c", "STORE_SPOOL_DIR": tmp_path / "spool", **CREDENTIALS}
+    with TestWeb([Site("a.test", pages=8)]) as web:
+        first = crawl(web, tmp_path, "seeds=" + web.url("a.test"), AWS_ENDPOINT_URL=dead,
+                      STORE_UPLOAD_RETRIES=0, **options)
+        second = crawl(web, tmp_path, "seeds=" + web.url("a.test"), AWS_ENDPOINT_URL=moto, **options)
+        expected = web.reachable([web.url("a.test")])
+    assert first.returncode == 0 and second.returncode == 0, second.log[-3000:]
+    assert first.stats["store/upload_failures"] >= 1
+    assert first.stats["frontier/leased"] == len(expected)  # stored locally, never acked
+    assert "Resuming the crawl" in second.log and second.stats["frontier/leased"] == 0
+    records = list(iter_records(S3Store("s3://acks/c", s3_client(moto), tmp_path / "reader")))
+    stored = Counter(r["url"] for r in records)
+    assert set(stored) == expected and max(stored.values()) <= 2  # the spool, and the refetch

@@ -9,7 +9,9 @@ from scrapy import Request, Spider
 from scrapy.utils.request import request_from_dict
 
 # Meta keys Scrapy sets for one fetch; meaningless once the request is stored.
-_RUNTIME_META = frozenset({"download_slot", "download_latency", "_frontier_lease", "_frontier_fetch"})
+_RUNTIME_META = frozenset(
+    {"download_slot", "download_latency", "_frontier_lease", "_frontier_fetch", "_frontier_uploads"}
+)
 
 
 def _json_safe(mapping: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 import scrapy
 
 from crawler import settings as defaults
+from crawler import signals as crawler_signals
 from crawler.items import Page
 from crawler.store import LocalStore, SegmentWriter, open_store, segment_name
 from crawler.warc import WarcFileWriter, WarcPage
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.signalmanager import SignalManager
     from scrapy.statscollectors import StatsCollector
 
     from crawler.s3store import S3Store
@@ -67,8 +69,11 @@ class PageStorePipeline:
     """
 
     def __init__(self, store: LocalStore | S3Store, stats: StatsCollector, roll_bytes: int,
-                 roll_seconds: float = 0) -> None:
+                 roll_seconds: float = 0, signals: SignalManager | None = None) -> None:
         self.store = store
+        if signals is not None and store.remote:
+            store.on_uploaded = lambda name: signals.send_catch_log(
+                crawler_signals.store_file_uploaded, name=name)
         self.stats = stats
         self.roll_bytes = roll_bytes
         self.roll_seconds = roll_seconds
@@ -83,6 +88,7 @@ class PageStorePipeline:
             crawler.stats,
             settings.getint("STORE_ROLL_BYTES", defaults.STORE_ROLL_BYTES),
             settings.getfloat("STORE_ROLL_SECONDS", defaults.STORE_ROLL_SECONDS),
+            crawler.signals,
         )
 
     def open_spider(self) -> None:
@@ -122,5 +128,7 @@ class PageStorePipeline:
             self.stats.inc_value("store/html_bytes", len(item.html))
             self.stats.inc_value("store/warc_bytes", warc.length + text.length)
         line = json.dumps(item.stored, ensure_ascii=False, separators=(",", ":")) + "\n"
-        self._meta.append(line.encode("utf-8"))
+        meta = self._meta.append(line.encode("utf-8"))
+        if self.store.remote:
+            item.awaiting_upload = sorted({item.stored["warc"]["file"], meta.file})
         return item
