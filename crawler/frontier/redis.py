@@ -329,6 +329,11 @@ class RedisFrontier:
             ("add", _ADD_BLOOM if self.bloom else _ADD), ("claim", _CLAIM), ("fetched", _FETCHED),
             ("ack", _ACK), ("reap", _REAP), ("key", _KEY))}
         self._known_hosts: set[str] = set()
+        if self.bloom:  # allocate each new bitmap whole: grown bit by bit, Redis doubles it
+            allocate = client.register_script(
+                "if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SETBIT', KEYS[1], ARGV[1], 0) end")
+            for i in range(self.bloom.bitmaps):
+                allocate(keys=[self.prefix + f"bloom:{i}"], args=[self.bloom.bits - 1])
 
     def _run(self, name: str, *args: object) -> object:
         base = [self.levels.levels, self.budget.pages]
