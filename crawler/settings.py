@@ -144,7 +144,7 @@ SCHEDULER_IDLE_BEFORE_CLOSE = 10.0
 # URLs a Redis crawl expects to see: sizes the seen set's buckets (compact up to
 # about twice this; beyond, it still works, at more bytes per URL).
 SEEN_SET_EXPECTED_URLS = 10_000_000
-# "exact" (~13 bytes a URL), or "bloom" for very large crawls (~1.2 bytes a URL at 1%):
+# "exact" (~13 bytes a URL), or "bloom" for very large crawls (1.3 bytes a URL at 1%):
 # a Bloom false positive drops a new URL unfetched, about SEEN_SET_ERROR_RATE of them.
 SEEN_SET = "exact"
 SEEN_SET_ERROR_RATE = 0.01

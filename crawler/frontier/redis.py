@@ -260,7 +260,7 @@ class BloomGeometry:
 
     A false positive makes a new URL look seen: it is dropped without a fetch and counted
     with the URLs that were seen (``dropped/seen``); expect about p of the new URLs lost,
-    and more once the crawl outgrows ``n``. In exchange a URL costs ~1.2 bytes at 1%.
+    and more once the crawl outgrows ``n``. In exchange a URL costs 9.6 bits (1.3 bytes measured) at 1%.
     """
 
     bits: int  # per bitmap
