@@ -7,9 +7,8 @@ import time
 from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
-from scrapy.exceptions import UsageError
 
-from crawler.frontier.redis import open_redis_frontier
+from crawler.commands import redis_crawl
 
 if TYPE_CHECKING:
     import argparse
@@ -29,10 +28,5 @@ class Command(ScrapyCommand):
         return "Print a Redis crawl's counters"
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if len(args) != 1:
-            raise UsageError("give one crawl id")
-        url = self.settings.get("REDIS_URL")
-        if not url:
-            raise UsageError("set REDIS_URL (-s REDIS_URL=redis://host:port/db)")
-        frontier = open_redis_frontier(url, args[0])
+        _, frontier = redis_crawl(args, self.settings)
         print(json.dumps({**frontier.counters, **frontier.gauges(time.time())}, indent=2, sort_keys=True))

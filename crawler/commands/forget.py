@@ -6,9 +6,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
-from scrapy.exceptions import UsageError
 
-from crawler.frontier.redis import open_redis_frontier
+from crawler.commands import redis_crawl
 
 if TYPE_CHECKING:
     import argparse
@@ -33,16 +32,11 @@ class Command(ScrapyCommand):
         parser.add_argument("--force", action="store_true", help="also a crawl with work left")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if len(args) != 1:
-            raise UsageError("give one crawl id")
-        url = self.settings.get("REDIS_URL")
-        if not url:
-            raise UsageError("set REDIS_URL (-s REDIS_URL=redis://host:port/db)")
-        frontier = open_redis_frontier(url, args[0])
+        crawl_id, frontier = redis_crawl(args, self.settings)
         if frontier.has_pending() and not opts.force:
-            print(f"crawl {args[0]!r} has {frontier.queued} URLs queued and {frontier.leased} leased; "
+            print(f"crawl {crawl_id!r} has {frontier.queued} URLs queued and {frontier.leased} leased; "
                   "not deleted (use --force)", file=sys.stderr)
             self.exitcode = 1
             return
         deleted = frontier.forget()
-        print(f"deleted {deleted} keys of crawl {args[0]!r}")
+        print(f"deleted {deleted} keys of crawl {crawl_id!r}")
