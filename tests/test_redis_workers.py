@@ -83,13 +83,19 @@ def test_a_worker_killed_mid_crawl_loses_nothing(tmp_path, redis_url):
     sites = [Site(f"k{i:02d}.test", pages=15) for i in range(6)]
     with TestWeb(sites) as web:
         seeds = [web.url(s.host) for s in sites]
-        # The victim crawls alone first, so that it holds leases when it is killed.
+        # The victim crawls alone and is killed while it holds leases (it is the only
+        # worker, so every lease in Redis is its own); then the others take over.
+        import redis
+
         victim = start_workers(web, tmp_path, redis_url, "v", seeds, FRONTIER_LEASE_SECONDS=3)[0]
         wait_for_hits(web, 10)
-        others = start_workers(web, tmp_path, redis_url, "ab", seeds, FRONTIER_LEASE_SECONDS=3)
-        wait_for_hits(web, 25)
+        leases = redis.Redis.from_url(redis_url)
+        deadline = time.monotonic() + 30
+        while leases.zcard("crawl:{shared}:leases") < 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=10)
+        others = start_workers(web, tmp_path, redis_url, "ab", seeds, FRONTIER_LEASE_SECONDS=3)
         for w in others:
             assert w.wait(timeout=120) == 0
         assert "leases/expired" in (tmp_path / "worker-a" / "log").read_text() + (
