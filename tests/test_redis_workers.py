@@ -12,6 +12,7 @@ import time
 from collections import Counter
 
 import pytest
+import redis
 from crawling import REPO, crawl_command
 from redis_server import RedisServer
 from testweb import Site, TestWeb
@@ -79,14 +80,31 @@ def test_three_workers_share_politeness_and_store_every_page_once(tmp_path, redi
     assert counters["stored"] == counters["fetched"] == len(expected) and counters["queued"] == 0
 
 
+def test_workers_share_the_content_seen_index(tmp_path, redis_url):
+    sites = [Site("a.test", pages=20, fanout=3), Site("m.test", mirror_of="a.test", pages=20, fanout=3),
+             Site("n.test", mirror_of="a.test", pages=20, fanout=3)]
+    with TestWeb(sites) as web:
+        seeds = [web.url(s.host) for s in sites]
+        workers = start_workers(web, tmp_path, redis_url, "ab", seeds)
+        for w in workers:
+            assert w.wait(timeout=120) == 0
+    records = list(iter_records(LocalStore(tmp_path / "store")))
+    originals = [r for r in records if r["duplicate_of"] is None]
+    # Each text is kept once across both workers; every copy points at a stored original.
+    assert len(originals) == len({r["content_sha256"] for r in originals}) == 20
+    by_url = {r["url"]: r for r in originals}
+    for record in records:
+        if record["duplicate_of"] is not None:
+            assert by_url[record["duplicate_of"]]["content_sha256"] == record["content_sha256"]
+    assert redis.Redis.from_url(redis_url).hlen("crawl:{shared}:content:dups") >= 1
+
+
 def test_a_worker_killed_mid_crawl_loses_nothing(tmp_path, redis_url):
     sites = [Site(f"k{i:02d}.test", pages=15) for i in range(6)]
     with TestWeb(sites) as web:
         seeds = [web.url(s.host) for s in sites]
         # The victim crawls alone and is killed while it holds leases (it is the only
         # worker, so every lease in Redis is its own); then the others take over.
-        import redis
-
         victim = start_workers(web, tmp_path, redis_url, "v", seeds, FRONTIER_LEASE_SECONDS=3)[0]
         wait_for_hits(web, 10)
         leases = redis.Redis.from_url(redis_url)
@@ -108,8 +126,6 @@ def test_a_worker_killed_mid_crawl_loses_nothing(tmp_path, redis_url):
 
 
 def test_seeds_pushed_into_redis_are_crawled_and_idle_workers_close(tmp_path, redis_url):
-    import redis
-
     sites = [Site("p.test", pages=5), Site("q.test", pages=5)]
     with TestWeb(sites) as web:
         home = tmp_path / "worker"
@@ -132,8 +148,6 @@ def test_seeds_pushed_into_redis_are_crawled_and_idle_workers_close(tmp_path, re
 
 
 def test_scrapy_forget_deletes_a_finished_crawl_and_keeps_a_running_one(tmp_path, redis_url):
-    import redis
-
     from crawler.frontier.embedded import Entry
     from crawler.frontier.redis import RedisFrontier
 
@@ -180,8 +194,6 @@ def test_redis_restarting_mid_crawl_loses_nothing(tmp_path):
 
 
 def test_a_crawl_sharded_over_two_redis_servers(tmp_path, redis_url):
-    import redis
-
     second = RedisServer(tmp_path).start()
     sites = [Site(f"s{i:02d}.test", pages=6) for i in range(12)]
     try:

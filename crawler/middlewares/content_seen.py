@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from redis import Redis
+from redis.exceptions import RedisError
 from scrapy import Request
 
 from crawler import settings as defaults
+from crawler.content_index import ContentIndex, MemoryContentIndex, RedisContentIndex
 from crawler.items import Page
-from crawler.simhash import NearDupIndex, text_fingerprint
+from crawler.simhash import text_fingerprint
 from crawler.text import normalize_whitespace
 from crawler.urls import url_host
 
@@ -44,54 +46,57 @@ class ContentSeenMiddleware:
     dropped. Pages without text are never duplicates (a script-only page says nothing
     of its links). Per-host duplicate rates are kept for the trap defences.
 
-    Stats: ``dedup/pages``, ``dedup/exact``, ``dedup/near``, ``dedup/links_dropped``.
+    The pages seen are kept in this process (``MemoryContentIndex``), or with
+    ``REDIS_URL`` in Redis for all workers of the crawl (``RedisContentIndex``; the
+    first URL where there are several). When Redis cannot be reached the page is
+    taken as an original: it is stored and its links followed, so nothing is lost.
+
+    Stats: ``dedup/pages``, ``dedup/exact``, ``dedup/near``, ``dedup/links_dropped``,
+    ``dedup/index_errors``.
     """
 
-    def __init__(self, stats: StatsCollector, max_distance: int, min_words: int) -> None:
+    def __init__(self, stats: StatsCollector, max_distance: int, min_words: int,
+                 index: ContentIndex | None = None) -> None:
         self.stats = stats
         self.min_words = min_words
-        self.exact: dict[bytes, str] = {}
-        self.near = NearDupIndex(max_distance)
-        self.pages: Counter[str] = Counter()
-        self.duplicates: Counter[str] = Counter()
+        self.index = index if index is not None else MemoryContentIndex(max_distance)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ContentSeenMiddleware:
         s = crawler.settings
-        return cls(
-            crawler.stats,
-            s.getint("SIMHASH_MAX_DISTANCE", defaults.SIMHASH_MAX_DISTANCE),
-            s.getint("SIMHASH_MIN_WORDS", defaults.SIMHASH_MIN_WORDS),
-        )
+        max_distance = s.getint("SIMHASH_MAX_DISTANCE", defaults.SIMHASH_MAX_DISTANCE)
+        index: ContentIndex | None = None
+        if s.get("REDIS_URL"):
+            crawl_id = s.get("CRAWL_ID") or crawler.spidercls.name
+            first = s.get("REDIS_URL").split(",")[0].strip()
+            index = RedisContentIndex(Redis.from_url(first, socket_timeout=10, socket_connect_timeout=5),
+                                      crawl_id, max_distance)
+        return cls(crawler.stats, max_distance, s.getint("SIMHASH_MIN_WORDS", defaults.SIMHASH_MIN_WORDS),
+                   index)
 
     def duplicate_rate(self, host: str) -> float:
-        """Share of a host's pages that were duplicates (0 when none seen)."""
-        pages = self.pages[host]
-        return self.duplicates[host] / pages if pages else 0.0
+        """Share of a host's pages with text that were duplicates (0 when none seen)."""
+        return self.index.duplicate_rate(host)
 
     def check(self, page: Page) -> bool:
         """Fingerprint ``page``, record it, and tell whether it duplicates an earlier one."""
         digest, page.simhash, words = content_fingerprints(page.text)
         page.content_sha256 = digest
-        host = url_host(page.url)
-        self.pages[host] += 1
         self.stats.inc_value("dedup/pages")
         if not words:
             return False
-        key = bytes.fromhex(digest)
-        original = self.exact.get(key)
-        kind = "exact"
-        if original is None and words >= self.min_words:
-            original, kind = self.near.find(page.simhash), "near"
-        if original is None or original == page.url:
-            self.exact.setdefault(key, page.url)
-            if words >= self.min_words:
-                self.near.add(page.simhash, page.url)
+        try:
+            match = self.index.check_and_add(bytes.fromhex(digest), page.simhash, page.url,
+                                             url_host(page.url), words >= self.min_words)
+        except RedisError as error:
+            self.stats.inc_value("dedup/index_errors")
+            logger.warning("Content index unreachable, %s taken as an original: %s", page.url, error)
             return False
-        page.duplicate_of, page.duplicate_kind = original, kind
-        self.duplicates[host] += 1
-        self.stats.inc_value(f"dedup/{kind}")
-        logger.debug("%s duplicates %s (%s)", page.url, original, kind)
+        if match is None:
+            return False
+        page.duplicate_of, page.duplicate_kind = match.original, match.kind
+        self.stats.inc_value(f"dedup/{match.kind}")
+        logger.debug("%s duplicates %s (%s)", page.url, match.original, match.kind)
         return True
 
     def _route(self, obj: Any, state: list[bool]) -> bool:
