@@ -152,7 +152,9 @@ def test_the_middleware_uses_redis_when_the_crawl_does(redis_server, client):
     assert isinstance(ContentSeenMiddleware.from_crawler(get_crawler()).index, MemoryContentIndex)
 
 
-def test_many_pages_in_one_round_trip_answer_like_one_at_a_time(client):
+def test_many_pages_at_once_answer_like_one_at_a_time(client):
+    """All buckets are read before any page is added: the second page is found near the
+    first only by the script's scan of what was appended since (as for two workers)."""
     pages = [
         (sha("a"), 1, "http://a.test/1", "a.test", True),
         (sha("b"), 3, "http://a.test/2", "a.test", True),
