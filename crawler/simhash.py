@@ -1,48 +1,45 @@
 """Near-duplicate content: 64-bit simhash of word shingles and an in-memory index for it.
 
-The fingerprint is the `simhash` package's (1e0n, 2.1.2) for the same features, bit
-for bit: ``text_fingerprint(text) == simhash.Simhash(shingles(text)).value``. The
-package itself is not called: it takes ~10 ms for the ~15k shingles of a 100 KB page
-(and 40-55 ms for its own default, the character 4-grams of the text), and raises
-OverflowError on NumPy 2 once a feature's weight exceeds 255. This module computes
-the same value in ~4.3 ms: the per-shingle MD5 stays, because it is the package's hash
-and so what makes the values interchangeable (it is ~3.2 ms of the 4.3: one C call per
-shingle); everything else is done once per page instead of once per feature.
+The fingerprint follows the `simhash` package's (1e0n, 2.1.2) rule with a hash of our
+own, and the package reproduces it bit for bit when given that hash:
+``text_fingerprint(text) == simhash.Simhash(shingles(text), hashfunc=shingle_hash).value``.
+So our values go straight into ``simhash.Simhash(value)``, ``Simhash.distance`` and
+``SimhashIndex(objs, k=3)``, whose bucket keys are ``'%x:%x' % (blocks(fp)[i], i)``.
 
-The package's convention, which is what ``text_fingerprint`` reproduces:
+The package's rule, kept:
 
-- each feature (a str) is hashed as ``hashlib.md5(feature.encode('utf-8')).digest()``
-  and the **last 8 bytes** of the 16-byte digest are its 64-bit hash, read big-endian;
+- each feature (a str) is hashed from its UTF-8 bytes to 64 bits;
 - a feature of weight w counts w times (a list with repeats and a Counter of it give
   the same value);
 - bit i of the fingerprint is 1 when the weighted number of feature hashes with bit i
   set is strictly more than half of the total weight (a tie gives 0);
 - no features give 0 (``Simhash([]).value == 0``).
 
-So our values go straight into ``simhash.Simhash(value)``, ``Simhash.distance`` and
-``SimhashIndex(objs, k=3)``, whose bucket keys are ``'%x:%x' % (blocks(fp)[i], i)``.
+Why not the package's own hash (MD5 of each shingle): one C call per shingle is ~3 ms
+of a 100 KB page's ~15,000 shingles, whatever the digest, and the package itself takes
+40-55 ms for its default features (character 4-grams) and raises OverflowError on NumPy
+2 once a feature's weight exceeds 255. ``shingle_hash`` is built from parts that NumPy
+computes for all the words of a page at once (written here because no library hashes
+thousands of short strings in one call): each word is a polynomial in a fixed odd
+64-bit base over its bytes, finished by MurmurHash3's 64-bit mixer (fmix64), and a
+shingle of words a b c is ``fmix64((a * M1 + b) * M2 + c)``, all modulo 2**64. A
+100 KB page then takes ~2 ms (``bench/dedup.py``).
 """
 
 from __future__ import annotations
 
 import operator
 from array import array
-from collections.abc import Iterable
 
 import numpy as np
-
-try:  # CPython's built-in MD5: half the per-call cost of OpenSSL's EVP for 20-byte inputs.
-    from _md5 import md5 as _md5
-except ImportError:  # pragma: no cover - CPython builds without it
-    from hashlib import md5 as _md5
-_digest = type(_md5(b"")).digest
 
 __all__ = [
     "NearDupIndex",
     "blocks",
-    "fingerprint_digests",
+    "fingerprint_hashes",
     "hamming",
     "normalized_words",
+    "shingle_hash",
     "shingles",
     "text_fingerprint",
 ]
@@ -50,6 +47,12 @@ __all__ = [
 SHINGLE_WORDS = 3
 BLOCK_BITS = 16
 _BUCKETS = 1 << BLOCK_BITS
+_MASK = (1 << 64) - 1
+
+# The hash's constants: the polynomial base (odd), the shingle multipliers, fmix64's.
+_BASE = 0x9E3779B97F4A7C15
+_M1, _M2 = 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+_F1, _F2 = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53
 
 # ASCII characters that str.split() treats as whitespace, each made a plain space.
 _ASCII_SPACES = bytes.maketrans(b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f", b" " * 9)
@@ -106,42 +109,106 @@ def shingles(text: str) -> list[str]:
     consecutive words joined by one space. A text of 1 or 2 words is one shingle (its
     words joined), like the package's ``_slide``; an empty text has none.
     """
-    return [feature.decode("utf-8", "surrogatepass") for feature in _features(normalized_words(text))]
-
-
-def _features(data: bytes) -> Iterable[bytes]:
-    """The UTF-8 shingles of normalised words `data` (see `shingles`)."""
+    data = normalized_words(text)
     if not data:
-        return ()
-    words = data.split(b" ")
+        return []
+    words = data.decode("utf-8", "surrogatepass").split(" ")
     if len(words) < SHINGLE_WORDS:
-        return (data,)
-    return map(b" ".join, zip(words, words[1:], words[2:], strict=False))
+        return [" ".join(words)]
+    return list(map(" ".join, zip(words, words[1:], words[2:], strict=False)))
 
 
-def fingerprint_digests(digests: bytes, count: int) -> int:
-    """The simhash of `count` concatenated 16-byte MD5 digests, one per feature occurrence.
+def _fmix(x: int) -> int:
+    x ^= x >> 33
+    x = x * _F1 & _MASK
+    x ^= x >> 33
+    x = x * _F2 & _MASK
+    return x ^ x >> 33
 
-    The package's rule on the last 8 bytes of each digest, in bulk: count per bit
-    position how many hashes set it (a bincount per byte column, then a 256 x 8 table
-    of the bits of each byte value), and set the bit when that count exceeds half.
+
+def _word_hash(word: bytes) -> int:
+    return _fmix(sum((byte + 1) * pow(_BASE, i, 1 << 64) for i, byte in enumerate(word)) & _MASK)
+
+
+def shingle_hash(feature: bytes) -> int:
+    """64-bit hash of one feature's UTF-8 bytes, as ``text_fingerprint`` computes it in bulk.
+
+    Three words a b c hash as ``fmix64((h(a) * M1 + h(b)) * M2 + h(c))``; the lone
+    feature of a 1- or 2-word text as h(its bytes). For ``simhash.Simhash(...,
+    hashfunc=shingle_hash)``; slow (pure Python), the fingerprint never calls it.
     """
+    words = feature.split(b" ")
+    if len(words) != SHINGLE_WORDS:
+        return _word_hash(feature)
+    a, b, c = map(_word_hash, words)
+    return _fmix(((a * _M1 + b) * _M2 + c) & _MASK)
+
+
+class _Powers:
+    """``_BASE ** i mod 2**64`` for i below the longest word met so far, grown by doubling."""
+
+    table = np.array([1, _BASE], np.uint64)
+
+    @classmethod
+    def upto(cls, n: int) -> np.ndarray:
+        while len(cls.table) < n:
+            with np.errstate(over="ignore"):
+                cls.table = np.concatenate((cls.table, cls.table * cls.table[-1] * np.uint64(_BASE)))
+        return cls.table
+
+
+def _fmix_array(x: np.ndarray) -> np.ndarray:
+    x ^= x >> np.uint64(33)
+    x *= np.uint64(_F1)
+    x ^= x >> np.uint64(33)
+    x *= np.uint64(_F2)
+    x ^= x >> np.uint64(33)
+    return x
+
+
+def _feature_hashes(data: bytes) -> np.ndarray:
+    """``shingle_hash`` of every shingle of normalised words `data`, in text order."""
+    if not data:
+        return np.empty(0, np.uint64)
+    if data.count(b" ") < SHINGLE_WORDS - 1:
+        return np.array([shingle_hash(data)], np.uint64)
+    codes = np.frombuffer(data, np.uint8)
+    is_space = codes == 32
+    starts = np.concatenate(([0], np.flatnonzero(is_space) + 1))
+    lengths = np.diff(starts, append=len(codes))  # each word with the space after it
+    position = np.arange(len(codes)) - np.repeat(starts, lengths)
+    terms = codes.astype(np.uint64) + np.uint64(1)
+    terms[is_space] = 0
+    with np.errstate(over="ignore"):
+        terms *= _Powers.upto(int(lengths.max()))[position]
+        words = _fmix_array(np.add.reduceat(terms, starts))
+        return _fmix_array((words[:-2] * np.uint64(_M1) + words[1:-1]) * np.uint64(_M2) + words[2:])
+
+
+def fingerprint_hashes(hashes: np.ndarray) -> int:
+    """The simhash of 64-bit feature hashes, one per feature occurrence (uint64 array).
+
+    The package's rule in bulk: count per bit position how many hashes set it (a
+    bincount per byte column, then a 256 x 8 table of the bits of each byte value),
+    and set the bit when that count exceeds half.
+    """
+    count = len(hashes)
     if count == 0:
         return 0
-    rows = np.frombuffer(digests, np.uint8).reshape(count, 16)
-    # hash byte j is digest byte 8 + j; its bits, most significant first, are fingerprint bits 63 - 8j ...
-    ones = np.concatenate([np.bincount(rows[:, 8 + j], minlength=256) @ _BYTE_BITS for j in range(8)])
+    rows = hashes.astype(">u8").view(np.uint8).reshape(count, 8)
+    # byte j of a big-endian hash holds its bits 63 - 8j ... 56 - 8j, most significant first
+    ones = np.concatenate([np.bincount(rows[:, j], minlength=256) @ _BYTE_BITS for j in range(8)])
     return int.from_bytes(np.packbits(ones * 2 > count).tobytes(), "big")
 
 
 def text_fingerprint(text: str) -> int:
     """64-bit simhash of the text's word 3-gram shingles, each counted as often as it occurs.
 
-    Equal to ``simhash.Simhash(shingles(text)).value`` (and to ``Simhash(Counter(...))``
-    where the package copes with the weights). 0 for a text without words.
+    Equal to ``simhash.Simhash(shingles(text), hashfunc=shingle_hash).value`` (and to
+    the package's value for a Counter of the shingles, where it copes with the
+    weights). 0 for a text without words.
     """
-    digests = b"".join(map(_digest, map(_md5, _features(normalized_words(text)))))
-    return fingerprint_digests(digests, len(digests) // 16)
+    return fingerprint_hashes(_feature_hashes(normalized_words(text)))
 
 
 def hamming(a: int, b: int) -> int:
