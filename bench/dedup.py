@@ -1,6 +1,6 @@
 """Near-duplicate detection: simhash speed, near-copy quality on real pages, the block index at 1M.
 
-Run from the repo root: ``python bench/dedup.py`` (under a minute; ``--quick`` for a
+Run from the repo root: ``python bench/dedup.py`` (~2.5 minutes; ``--quick`` for a
 smoke run of a few seconds). Output is Markdown.
 
 1. **Speed.** Two 100 KB pages of real text (the extracted text of PostgreSQL's HTML
@@ -33,7 +33,9 @@ smoke run of a few seconds). Output is Markdown.
    with 1,000,000 random fingerprints under 35-character URL keys in a child process
    of its own (so RSS is its own): add rate, lookups/s for random queries (misses)
    and for queries 1-3 bits from stored fingerprints (hits), RSS growth per entry
-   (the keys are made before; a key's own size is given apart).
+   (the keys are made before; a key's own size is given apart). And
+   ``RedisContentIndex`` on a redis-server the bench starts on loopback: its
+   lookups as single calls and pipelined, and Redis's memory growth per page.
 """
 
 from __future__ import annotations

@@ -82,10 +82,10 @@ def test_near_copies_are_caught_and_unrelated_pages_are_not():
             if m.check(copy):  # of the original, or of a copy of it not caught before
                 assert copy.duplicate_of == original or copy.duplicate_of.startswith(f"http://b.test/{seed}/")
                 caught[name] = caught.get(name, 0) + 1
-    assert caught["timestamp"] >= 36  # a changed date line: ~95% (measured 38/40)
+    assert caught["timestamp"] >= 36  # a changed date line: ~95% (measured 37/40)
     assert caught["ad block"] >= 30  # 20 words in 1,500: ~85% (measured 34/40)
     # 1% of the words edited changes ~3% of the 3-grams: at distance 3 only ~35% are
-    # caught (measured 15/40); see docs/dedup.md. Not asserted beyond "some".
+    # caught (measured 10/40); see docs/dedup.md. Not asserted beyond "some".
     assert caught["1% edit"] >= 1
 
 
