@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 
 import pytest
@@ -131,7 +132,7 @@ def test_distance_beyond_the_four_blocks_is_refused(client):
         RedisContentIndex(client, "c", 4)
 
 
-def test_an_unreachable_redis_loses_no_page(tmp_path):
+def test_an_unreachable_redis_loses_no_page(tmp_path, caplog):
     crawler = get_crawler()
     crawler.stats.open_spider()
     down = RedisServer(tmp_path)  # never started: its port refuses connections
@@ -139,9 +140,12 @@ def test_an_unreachable_redis_loses_no_page(tmp_path):
     middleware = ContentSeenMiddleware(crawler.stats, 3, 20, index)
     page = Page(url="http://a.test/", status=200, fetched_at=0.0, depth=0, html=b"",
                 text=" ".join(f"word{i}" for i in range(50)))
-    assert middleware.check(page) is False  # an original: stored, links followed
+    with caplog.at_level(logging.WARNING):
+        assert middleware.check(page) is False  # an original: stored, links followed
+        assert middleware.check(page) is False
     assert page.simhash and page.content_sha256
-    assert crawler.stats.get_value("dedup/index_errors") == 1
+    assert crawler.stats.get_value("dedup/index_errors") == 2
+    assert len([r for r in caplog.records if "Content index unreachable" in r.getMessage()]) == 1
 
 
 def test_the_middleware_uses_redis_when_the_crawl_does(redis_server, client):

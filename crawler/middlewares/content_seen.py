@@ -60,6 +60,7 @@ class ContentSeenMiddleware:
         self.stats = stats
         self.min_words = min_words
         self.index = index if index is not None else MemoryContentIndex(max_distance)
+        self._index_down = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ContentSeenMiddleware:
@@ -90,8 +91,14 @@ class ContentSeenMiddleware:
                                              url_host(page.url), words >= self.min_words)
         except RedisError as error:
             self.stats.inc_value("dedup/index_errors")
-            logger.warning("Content index unreachable, %s taken as an original: %s", page.url, error)
+            if not self._index_down:  # once per outage, not once per page
+                logger.warning("Content index unreachable, pages are taken as originals until it "
+                               "answers (dedup/index_errors counts them): %s", error)
+            self._index_down = True
             return False
+        if self._index_down:
+            logger.info("Content index answers again")
+            self._index_down = False
         if match is None:
             return False
         page.duplicate_of, page.duplicate_kind = match.original, match.kind
