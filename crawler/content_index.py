@@ -17,7 +17,7 @@ from typing import Protocol
 
 from redis import Redis
 
-from crawler.simhash import NearDupIndex, blocks
+from crawler.simhash import NearDupIndex, blocks, nearest
 
 # (sha-256 digest, simhash, url, host, near): the arguments of check_and_add
 PageKeys = tuple[bytes, int, str, str, bool]
@@ -63,7 +63,7 @@ class MemoryContentIndex:
         if match is not None:
             self.duplicates[host] += 1
             return match
-        self.exact.setdefault(sha, url)
+        self.exact[sha] = url
         if near:
             self.near.add(simhash, url)
         return None
@@ -157,19 +157,15 @@ class RedisContentIndex:
 
     def _nearest(self, simhash: int, buckets: list[bytes | None]) -> list[object]:
         """Script arguments for what the caller saw: nearest simhash, its distance, bucket lengths."""
-        best, best_distance, lengths = b"", self.max_distance + 1, []
-        xor, bit_count = simhash.__xor__, int.bit_count
+        arrays = []
         for data in buckets:
-            lengths.append(len(data or b""))
-            if data and best_distance:
-                values = array("Q", data)
-                if sys.byteorder == "little":
-                    values.byteswap()  # stored big-endian
-                distance = min(map(bit_count, map(xor, values)))
-                if distance < best_distance:
-                    best_distance = distance
-                    best = values[list(map(bit_count, map(xor, values))).index(distance)].to_bytes(8, "big")
-        return [best, best_distance, *lengths]
+            values = array("Q", data or b"")
+            if sys.byteorder == "little":
+                values.byteswap()  # stored big-endian
+            arrays.append(values)
+        hit = nearest(simhash, arrays, self.max_distance + 1)
+        best = [b"", self.max_distance + 1] if hit is None else [hit[1].to_bytes(8, "big"), hit[0]]
+        return [*best, *(len(data or b"") for data in buckets)]
 
     def _args(self, page: PageKeys, buckets: list[bytes | None] | None) -> list[object]:
         sha, simhash, url, host, near = page

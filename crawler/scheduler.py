@@ -21,7 +21,7 @@ from crawler import signals as crawler_signals
 from crawler.frontier.codec import request_from_json, request_to_json
 from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels, parse_retry_after
-from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, open_redis_frontier
+from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, crawl_id_of, open_redis_frontier
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -103,7 +103,7 @@ class FrontierScheduler(BaseScheduler):
             backoff_max=s.getfloat("POLITENESS_BACKOFF_MAX", defaults.POLITENESS_BACKOFF_MAX),
         )
         levels = PriorityLevels(s.getint("FRONTIER_PRIORITY_LEVELS", defaults.FRONTIER_PRIORITY_LEVELS))
-        crawl_id = s.get("CRAWL_ID") or crawler.spidercls.name
+        crawl_id = crawl_id_of(s, crawler.spidercls.name)
         common = {
             "policy": policy,
             "levels": levels,

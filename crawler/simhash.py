@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import operator
 from array import array
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -38,6 +39,7 @@ __all__ = [
     "blocks",
     "fingerprint_hashes",
     "hamming",
+    "nearest",
     "normalized_words",
     "shingle_hash",
     "shingles",
@@ -227,6 +229,28 @@ def blocks(fp: int) -> tuple[int, int, int, int]:
     return (fp & 0xFFFF, (fp >> 16) & 0xFFFF, (fp >> 32) & 0xFFFF, (fp >> 48) & 0xFFFF)
 
 
+def nearest(fp: int, buckets: Iterable[array | None], limit: int) -> tuple[int, int] | None:
+    """(distance, fingerprint) of the fingerprint nearest to `fp` in `buckets`, if closer
+    than `limit`; among equals the first, in bucket order.
+
+    Each bucket is checked by C-level iteration only,
+    ``min(map(int.bit_count, map(fp.__xor__, bucket)))``, with no bytecode per
+    candidate; the position of the best is searched for only in the bucket holding it.
+    """
+    xor, bit_count = fp.__xor__, int.bit_count
+    best_distance, best_bucket = limit, None
+    for bucket in buckets:
+        if bucket:
+            distance = min(map(bit_count, map(xor, bucket)))
+            if distance < best_distance:
+                best_distance, best_bucket = distance, bucket
+                if distance == 0:
+                    break
+    if best_bucket is None:
+        return None
+    return best_distance, best_bucket[list(map(bit_count, map(xor, best_bucket))).index(best_distance)]
+
+
 class NearDupIndex:
     """Fingerprints within Hamming distance `k` (<= 3) of a query, from 4 block tables.
 
@@ -288,25 +312,10 @@ class NearDupIndex:
         if not 0 <= fp < 1 << 64:
             raise ValueError(f"fingerprint must be an unsigned 64-bit int, got {fp!r}")
         tables = self._tables
-        xor = fp.__xor__
-        bit_count = int.bit_count
-        best_distance = self.k + 1
-        best_bucket = None
-        for table, block in (
-            (tables[0], fp & 0xFFFF),
-            (tables[1], (fp >> 16) & 0xFFFF),
-            (tables[2], (fp >> 32) & 0xFFFF),
-            (tables[3], fp >> 48),
-        ):
-            bucket = table[block]
-            if bucket is not None:
-                distance = min(map(bit_count, map(xor, bucket)))
-                if distance < best_distance:
-                    best_distance, best_bucket = distance, bucket
-                    if distance == 0:
-                        break
-        if best_bucket is None:
+        hit = nearest(fp, (tables[0][fp & 0xFFFF], tables[1][(fp >> 16) & 0xFFFF],
+                           tables[2][(fp >> 32) & 0xFFFF], tables[3][fp >> 48]), self.k + 1)
+        if hit is None:
             return None
-        found = best_bucket[list(map(bit_count, map(xor, best_bucket))).index(best_distance)]
+        found = hit[1]
         block0 = found & 0xFFFF
         return self._keys[block0][tables[0][block0].index(found)]  # type: ignore[index]

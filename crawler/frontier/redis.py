@@ -24,8 +24,10 @@ import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from redis import Redis
+from scrapy.settings import BaseSettings
 
 from crawler.frontier.embedded import Claim, Entry
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
@@ -617,6 +619,17 @@ class ShardedRedisFrontier:
 
     def describe(self) -> str:
         return f"Redis, {len(self.shards)} shards, keys {self.shards[0].prefix}*"
+
+
+def crawl_id_of(settings: BaseSettings, spider_name: str) -> str:
+    """``CRAWL_ID``, or else the spider's name: what names a crawl's state."""
+    return settings.get("CRAWL_ID") or spider_name
+
+
+def first_redis(settings: BaseSettings, **options: Any) -> Redis:
+    """A client of the first server of ``REDIS_URL``: where the crawl-wide state that is
+    not sharded by host lives (pushed seeds, the robots.txt cache, the content index)."""
+    return Redis.from_url(settings.get("REDIS_URL").split(",")[0].strip(), **options)
 
 
 def open_redis_frontier(urls: str, crawl_id: str, **options: object) -> RedisFrontier | ShardedRedisFrontier:

@@ -7,12 +7,12 @@ import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from redis import Redis
 from redis.exceptions import RedisError
 from scrapy import Request
 
 from crawler import settings as defaults
 from crawler.content_index import ContentIndex, MemoryContentIndex, RedisContentIndex
+from crawler.frontier.redis import crawl_id_of, first_redis
 from crawler.items import Page
 from crawler.simhash import text_fingerprint
 from crawler.text import normalize_whitespace
@@ -68,10 +68,8 @@ class ContentSeenMiddleware:
         max_distance = s.getint("SIMHASH_MAX_DISTANCE", defaults.SIMHASH_MAX_DISTANCE)
         index: ContentIndex | None = None
         if s.get("REDIS_URL"):
-            crawl_id = s.get("CRAWL_ID") or crawler.spidercls.name
-            first = s.get("REDIS_URL").split(",")[0].strip()
-            index = RedisContentIndex(Redis.from_url(first, socket_timeout=10, socket_connect_timeout=5),
-                                      crawl_id, max_distance)
+            index = RedisContentIndex(first_redis(s, socket_timeout=10, socket_connect_timeout=5),
+                                      crawl_id_of(s, crawler.spidercls.name), max_distance)
         return cls(crawler.stats, max_distance, s.getint("SIMHASH_MIN_WORDS", defaults.SIMHASH_MIN_WORDS),
                    index)
 

@@ -18,6 +18,7 @@ from twisted.internet.defer import Deferred
 
 from crawler import settings as defaults
 from crawler import signals as crawler_signals
+from crawler.frontier.redis import crawl_id_of, first_redis
 from crawler.robots import ROBOTS_MAX_BYTES, RobotsRules, product_token
 
 if TYPE_CHECKING:
@@ -184,9 +185,8 @@ class RobotsMiddleware:
         )
         crawler.signals.connect(middleware._bytes_received, signal=signals.bytes_received)
         if s.get("REDIS_URL"):
-            crawl_id = s.get("CRAWL_ID") or crawler.spidercls.name
-            first = s.get("REDIS_URL").split(",")[0].strip()
-            middleware.shared = SharedRobotsCache(Redis.from_url(first, socket_timeout=5),
+            crawl_id = crawl_id_of(s, crawler.spidercls.name)
+            middleware.shared = SharedRobotsCache(first_redis(s, socket_timeout=5),
                                                   f"crawl:{{{crawl_id}}}:robots:")
         return middleware
 

@@ -22,6 +22,7 @@ from twisted.internet.task import LoopingCall
 
 from crawler import settings as defaults
 from crawler import signals as crawler_signals
+from crawler.frontier.redis import crawl_id_of, first_redis
 from crawler.items import Page
 from crawler.links import SCOPES, LinkFollower, Scope
 from crawler.text import extract_text, extract_title
@@ -127,9 +128,7 @@ class PushedSeeds:
     @classmethod
     def from_crawler(cls, crawler: Crawler, spider: WebSpider) -> PushedSeeds:
         s = crawler.settings
-        crawl_id = s.get("CRAWL_ID") or spider.name
-        first = s.get("REDIS_URL").split(",")[0].strip()  # with shards, seeds wait on the first
-        seeds = cls(spider, Redis.from_url(first), f"crawl:{{{crawl_id}}}:seeds",
+        seeds = cls(spider, first_redis(s), f"crawl:{{{crawl_id_of(s, spider.name)}}}:seeds",
                     s.getfloat("SEEDS_POLL_INTERVAL", defaults.SEEDS_POLL_INTERVAL),
                     s.getfloat("SCHEDULER_IDLE_BEFORE_CLOSE", defaults.SCHEDULER_IDLE_BEFORE_CLOSE))
         crawler.signals.connect(seeds.spider_opened, signal=signals.spider_opened)
