@@ -6,7 +6,7 @@ smoke run of a few seconds). Output is Markdown.
 1. **Speed.** Two 100 KB pages of real text (the extracted text of PostgreSQL's HTML
    documentation, pages concatenated in file-name order from the first page and from
    the middle one, cut at a word before 100,000 UTF-8 bytes; one seeded synthetic text
-   if the docs are missing), fingerprinted by ``crawler.simhash.text_fingerprint`` and
+   if the docs are missing), fingerprinted by ``crawler.dedup.simhash.text_fingerprint`` and
    by the ``simhash`` package 2.1.2, best of several runs each. The package is given
    our shingles ready-made (its list form, and a Counter of it), a head start: our
    time includes shingling. It is also timed on the raw text, its own default
@@ -19,7 +19,7 @@ smoke run of a few seconds). Output is Markdown.
    the same features as ours, other values; with ``hashfunc=shingle_hash`` it gives ours.
 2. **Quality.** Every page of ``/usr/share/doc/postgresql-doc-15/html`` (installed
    with apt-get when missing and this runs as root, unless ``--no-install``; skipped,
-   saying why, when that fails): text by ``crawler.text.extract_text`` on
+   saying why, when that fails): text by ``crawler.extract.text.extract_text`` on
    ``lxml.html``. Near copies of every page of 50+ words (``--quick``: 30 of the
    first 200 pages), three kinds: a changed timestamp line (a "last updated" line
    under the first line, whose date and time differ), a 20-word ad block inserted at
@@ -63,7 +63,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 import numpy as np  # noqa: E402
 
-from crawler.simhash import (  # noqa: E402
+from crawler.dedup.simhash import (  # noqa: E402
     NearDupIndex,
     shingle_hash,
     shingles,
@@ -130,7 +130,7 @@ def load_pages(limit: int | None) -> list[tuple[str, str]]:
     """(file name, extracted text) of the docs' HTML pages, in file-name order."""
     import lxml.html
 
-    from crawler.text import extract_text
+    from crawler.extract.text import extract_text
 
     pages = []
     for path in sorted(glob.glob(str(DOCS_DIR / "*.html")))[:limit]:
@@ -314,7 +314,7 @@ def jaccard(a: str, b: str) -> float:
 
 
 def section_quality(pages: list[tuple[str, str]], why_not: str | None, sample: int, load_s: float) -> None:
-    from crawler.text import normalize_whitespace
+    from crawler.extract.text import normalize_whitespace
 
     print("## 2. Near-copy quality on real pages\n")
     if why_not is not None:
@@ -478,7 +478,7 @@ def redis_index_worker(fps: list[int], keys: list[str], misses: list[int], hits:
     import redis
     from redis_server import RedisServer
 
-    from crawler.content_index import RedisContentIndex
+    from crawler.dedup.index import RedisContentIndex
 
     def pages(batch: list[int], first: int, tag: str = "") -> list[tuple[bytes, int, str, str, bool]]:
         """Pages of `batch`'s fingerprints, the i-th with text and URL number `first` + i."""

@@ -23,7 +23,7 @@ REMOTE_CONTROL_ENABLED = False
 TELNETCONSOLE_ENABLED = False
 
 # --- Politeness: the frontier owns it, so Scrapy's own delays are off ------------
-SCHEDULER = "crawler.scheduler.FrontierScheduler"
+SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
 ROBOTSTXT_OBEY = True
 CONCURRENT_REQUESTS = 16
 # The frontier never lets two fetches to one host overlap; a per-domain limit below
@@ -38,7 +38,7 @@ COOKIES_ENABLED = False
 # page loses content.
 URL_DROP_PARAMS = r"^(utm_[a-z]+|fbclid|gclid|sessionid|phpsessid|jsessionid)$"
 # Request fingerprints: 8-byte BLAKE2b of the normalised URL (GET without body).
-REQUEST_FINGERPRINTER_CLASS = "crawler.fingerprint.UrlFingerprinter"
+REQUEST_FINGERPRINTER_CLASS = "crawler.urls.fingerprinter.UrlFingerprinter"
 
 # --- Trap rules, first layer ----------------------------------------------------
 DEPTH_LIMIT = 20

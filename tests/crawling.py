@@ -10,7 +10,7 @@ from pathlib import Path
 
 from testweb import TestWeb
 
-from crawler.store import LocalStore, iter_records
+from crawler.store.files import LocalStore, iter_records
 
 REPO = Path(__file__).resolve().parent.parent
 _STAT = re.compile(r"'([^']+)': (\d+)[,}]")

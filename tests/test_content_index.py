@@ -11,7 +11,7 @@ import redis
 from redis_server import RedisServer
 from scrapy.utils.test import get_crawler
 
-from crawler.content_index import Match, MemoryContentIndex, RedisContentIndex
+from crawler.dedup.index import Match, MemoryContentIndex, RedisContentIndex
 from crawler.items import Page
 from crawler.middlewares.content_seen import ContentSeenMiddleware
 

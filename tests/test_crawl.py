@@ -8,8 +8,8 @@ from collections import Counter
 from crawling import crawl_command
 from testweb import Site, TestWeb
 
-from crawler.text import normalize_whitespace
-from crawler.warc import payload_digest, read_page, read_record
+from crawler.extract.text import normalize_whitespace
+from crawler.store.warc import payload_digest, read_page, read_record
 
 
 def three_host_web() -> TestWeb:

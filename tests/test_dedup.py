@@ -9,7 +9,7 @@ from testweb import Site, TestWeb
 
 from crawler.items import Page
 from crawler.middlewares.content_seen import ContentSeenMiddleware
-from crawler.warc import SAME_TEXT_PROFILE, read_record
+from crawler.store.warc import SAME_TEXT_PROFILE, read_record
 
 VOCABULARY = [
     "crawler", "index", "page", "archive", "server", "request", "river", "mountain", "library",

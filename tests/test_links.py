@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from scrapy.utils.test import get_crawler
 
-from crawler.links import LinkFollower, Scope
-from crawler.urls import absolute_reference, normalize_url
+from crawler.urls.links import LinkFollower, Scope
+from crawler.urls.normalize import absolute_reference, normalize_url
 
 
 def follower(scope: str = "host", seeds=("example.com",), **kwargs) -> LinkFollower:

@@ -11,7 +11,7 @@ from collections import Counter
 from crawling import crawl_command
 from testweb import Site, TestWeb
 
-from crawler.store import LocalStore, iter_records
+from crawler.store.files import LocalStore, iter_records
 
 POLITE = {"ROBOTSTXT_OBEY": False, "CONCURRENT_REQUESTS": 16}
 

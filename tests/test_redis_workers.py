@@ -17,7 +17,7 @@ from crawling import REPO, crawl_command
 from redis_server import RedisServer
 from testweb import Site, TestWeb
 
-from crawler.store import LocalStore, iter_records
+from crawler.store.files import LocalStore, iter_records
 
 GAP = 0.1
 

@@ -8,7 +8,7 @@ import pytest
 from testweb import RESET, Site, TestWeb
 
 from crawler.middlewares.robots import RobotsCachePolicy, RobotsEntry
-from crawler.robots import RobotsRules
+from crawler.robots.rules import RobotsRules
 
 BOT = {"USER_AGENT": "TestBot/1.0 (+http://example.test/bot)", "ROBOTSTXT_OBEY": True,
        "ROBOTSTXT_RETRY_DELAY": 0.3, "ROBOTSTXT_RETRY_TIMES": 2}

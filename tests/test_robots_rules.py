@@ -1,4 +1,4 @@
-"""robots.txt rules (RFC 9309): conformance vectors and behaviour of crawler.robots."""
+"""robots.txt rules (RFC 9309): conformance vectors and behaviour of crawler.robots.rules."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.robots import ROBOTS_MAX_BYTES, RobotsRules, product_token
+from crawler.robots.rules import ROBOTS_MAX_BYTES, RobotsRules, product_token
 
 VECTORS_PATH = Path(__file__).parent / "data" / "robots_rfc9309.jsonl"
 VECTORS = [json.loads(line) for line in VECTORS_PATH.read_text("utf-8").splitlines() if line]

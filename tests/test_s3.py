@@ -16,9 +16,9 @@ from botocore.config import Config
 from moto.server import ThreadedMotoServer
 from testweb import Site, TestWeb
 
-from crawler.s3store import S3Store
-from crawler.store import iter_records
-from crawler.warc import payload_digest, read_page, read_record
+from crawler.store.files import iter_records
+from crawler.store.s3 import S3Store
+from crawler.store.warc import payload_digest, read_page, read_record
 
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                "AWS_REGION_NAME": "us-east-1"}

@@ -6,7 +6,7 @@ import pytest
 from scrapy.settings import Settings
 
 from crawler.spiders.web import ArgumentError, check_arguments, parse_seeds
-from crawler.urls import normalize_url
+from crawler.urls.normalize import normalize_url
 
 SETTINGS = Settings({"CRAWL_SCOPE": "host", "CRAWL_MAX_PAGES": 0})
 

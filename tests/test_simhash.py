@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import simhash as simhash_pkg
 
-from crawler.simhash import (
+from crawler.dedup.simhash import (
     NearDupIndex,
     blocks,
     hamming,
@@ -139,7 +139,7 @@ def test_fingerprint_is_64_bit_and_has_a_known_value():
 
 
 def test_fingerprint_is_the_same_in_another_process_with_another_hash_seed():
-    code = f"from crawler.simhash import text_fingerprint; print(text_fingerprint({FOX!r}))"
+    code = f"from crawler.dedup.simhash import text_fingerprint; print(text_fingerprint({FOX!r}))"
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert int(out.stdout) == FOX_FINGERPRINT

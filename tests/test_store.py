@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from crawler.store import LocalStore, SegmentWriter, iter_members, open_store
+from crawler.store.files import LocalStore, SegmentWriter, iter_members, open_store
 
 
 def test_each_record_reads_back_alone_from_its_location(tmp_path):

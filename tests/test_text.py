@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import lxml.html
 
-from crawler.text import extract_text, extract_title, normalize_whitespace
+from crawler.extract.text import extract_text, extract_title, normalize_whitespace
 
 PAGE = b"""<!doctype html><html><head><title> The  Title </title>
 <style>body { color: red }</style><script>var x = "script text";</script></head>

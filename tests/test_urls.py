@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from crawler import urls
 from crawler.settings import URL_DROP_PARAMS
-from crawler.urls import (
+from crawler.urls import normalize as urls
+from crawler.urls.normalize import (
     DEFAULT_DROP_PARAMS,
     UrlNormalizer,
     fingerprint,

@@ -10,9 +10,9 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler import settings as defaults
-from crawler.store import open_store
-from crawler.urls import normalize_url
-from crawler.warc import find_record, read_page
+from crawler.store.files import open_store
+from crawler.store.warc import find_record, read_page
+from crawler.urls.normalize import normalize_url
 
 if TYPE_CHECKING:
     import argparse

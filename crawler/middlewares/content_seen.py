@@ -11,12 +11,12 @@ from redis.exceptions import RedisError
 from scrapy import Request
 
 from crawler import settings as defaults
-from crawler.content_index import ContentIndex, MemoryContentIndex, RedisContentIndex
+from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIndex
+from crawler.dedup.simhash import text_fingerprint
+from crawler.extract.text import normalize_whitespace
 from crawler.frontier.redis import crawl_id_of, first_redis
 from crawler.items import Page
-from crawler.simhash import text_fingerprint
-from crawler.text import normalize_whitespace
-from crawler.urls import url_host
+from crawler.urls.normalize import url_host
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -19,7 +19,7 @@ from twisted.internet.defer import Deferred
 from crawler import settings as defaults
 from crawler import signals as crawler_signals
 from crawler.frontier.redis import crawl_id_of, first_redis
-from crawler.robots import ROBOTS_MAX_BYTES, RobotsRules, product_token
+from crawler.robots.rules import ROBOTS_MAX_BYTES, RobotsRules, product_token
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -13,15 +13,15 @@ import scrapy
 from crawler import settings as defaults
 from crawler import signals as crawler_signals
 from crawler.items import Page
-from crawler.store import LocalStore, SegmentWriter, open_store, segment_name
-from crawler.warc import WarcFileWriter, WarcPage
+from crawler.store.files import LocalStore, SegmentWriter, open_store, segment_name
+from crawler.store.warc import WarcFileWriter, WarcPage
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.signalmanager import SignalManager
     from scrapy.statscollectors import StatsCollector
 
-    from crawler.s3store import S3Store
+    from crawler.store.s3 import S3Store
 
 logger = logging.getLogger(__name__)
 

@@ -22,11 +22,11 @@ from twisted.internet.task import LoopingCall
 
 from crawler import settings as defaults
 from crawler import signals as crawler_signals
+from crawler.extract.text import extract_text, extract_title
 from crawler.frontier.redis import crawl_id_of, first_redis
 from crawler.items import Page
-from crawler.links import SCOPES, LinkFollower, Scope
-from crawler.text import extract_text, extract_title
-from crawler.urls import UrlNormalizer, registered_domain, url_host
+from crawler.urls.links import SCOPES, LinkFollower, Scope
+from crawler.urls.normalize import UrlNormalizer, registered_domain, url_host
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -16,15 +16,15 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from crawler.store import Location, RollingFile, iter_records
+from crawler.store.files import Location, RollingFile, iter_records
 
 if TYPE_CHECKING:
     from typing import BinaryIO
 
     from warcio.recordloader import ArcWarcRecord
 
-    from crawler.s3store import S3Store
-    from crawler.store import LocalStore
+    from crawler.store.files import LocalStore
+    from crawler.store.s3 import S3Store
 
 # Headers describing the bytes on the wire, not the decoded body stored here.
 _WIRE_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from crawler.urls import (
+from crawler.urls.normalize import (
     absolute_reference,
     fingerprint,
     has_repeated_segments,

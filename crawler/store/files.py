@@ -3,7 +3,7 @@
 Each record is its own gzip member, so a file is a valid gzip stream (``zcat``
 reads it whole) and any one record reads back alone from its (file, offset,
 length), with one ranged read, as Common Crawl's WARC files allow. A store is a
-local directory (``LocalStore``) or an S3 bucket (``crawler.s3store.S3Store``):
+local directory (``LocalStore``) or an S3 bucket (``crawler.store.s3.S3Store``):
 files are written locally, and ``finish(name)`` is called when one is complete.
 """
 
@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from scrapy.settings import BaseSettings, Settings
 
 if TYPE_CHECKING:
-    from crawler.s3store import S3Store
+    from crawler.store.s3 import S3Store
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def open_store(uri: str, settings: BaseSettings | None = None) -> LocalStore | S
     if parts.scheme in ("", "file"):
         return LocalStore(parts.path if parts.scheme == "file" else uri)
     if parts.scheme == "s3":
-        from crawler.s3store import S3Store  # boto3 is imported only by crawls that use S3
+        from crawler.store.s3 import S3Store  # boto3 is imported only by crawls that use S3
 
         return S3Store.from_settings(uri, settings or Settings())
     raise ValueError(f"STORE_URI {uri!r}: unsupported scheme {parts.scheme!r}; "

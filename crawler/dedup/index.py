@@ -17,7 +17,7 @@ from typing import Protocol
 
 from redis import Redis
 
-from crawler.simhash import NearDupIndex, blocks, nearest
+from crawler.dedup.simhash import NearDupIndex, blocks, nearest
 
 # (sha-256 digest, simhash, url, host, near): the arguments of check_and_add
 PageKeys = tuple[bytes, int, str, str, bool]

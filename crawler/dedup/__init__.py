@@ -1,0 +1,1 @@
+"""Content seen: exact and near-duplicate texts (sha256 + simhash) and where their index lives."""

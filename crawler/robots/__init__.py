@@ -1,0 +1,1 @@
+"""robots.txt under RFC 9309: the rules of one host, pure code on Protego."""
