@@ -80,7 +80,7 @@ def make_entries(start: int, stop: int, hosts: int) -> list[Any]:
     from crawler.frontier.codec import request_to_json
     from crawler.frontier.embedded import Entry
     from crawler.frontier.policy import PriorityLevels
-    from crawler.urls.normalize import url_fingerprint
+    from crawler.urls.keys import url_fingerprint
 
     levels = PriorityLevels()
     out = []

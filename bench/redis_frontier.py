@@ -71,7 +71,7 @@ from crawler.frontier.codec import request_to_json  # noqa: E402
 from crawler.frontier.embedded import Claim, Entry  # noqa: E402
 from crawler.frontier.policy import PolitenessPolicy  # noqa: E402
 from crawler.frontier.redis import RedisFrontier  # noqa: E402
-from crawler.urls.normalize import fingerprint  # noqa: E402
+from crawler.urls.keys import fingerprint  # noqa: E402
 
 SPIDER = "srbench"  # the scrapy-redis spider's name: its keys are srbench:requests, srbench:dupefilter
 

@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from w3lib.url import canonicalize_url
 
 from crawler.urls import normalize as urls
-from crawler.urls.normalize import fingerprint, normalize_url
+from crawler.urls.keys import fingerprint
+from crawler.urls.normalize import normalize_url
 
 SEED = 20240601
 N_URLS = 20_000

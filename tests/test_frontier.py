@@ -11,7 +11,7 @@ from redis_server import RedisServer
 from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
 from crawler.frontier.redis import RedisFrontier
-from crawler.urls.normalize import url_fingerprint
+from crawler.urls.keys import url_fingerprint
 
 POLICY = PolitenessPolicy(min_delay=1.0, delay_factor=10.0, max_delay=30.0, backoff_max=3600.0)
 

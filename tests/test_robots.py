@@ -7,7 +7,7 @@ import itertools
 import pytest
 from testweb import RESET, Site, TestWeb
 
-from crawler.middlewares.robots import RobotsCachePolicy, RobotsEntry
+from crawler.robots.cache import RobotsCachePolicy, RobotsEntry
 from crawler.robots.rules import RobotsRules
 
 BOT = {"USER_AGENT": "TestBot/1.0 (+http://example.test/bot)", "ROBOTSTXT_OBEY": True,

@@ -11,17 +11,10 @@ from pathlib import Path
 import pytest
 
 from crawler.settings import URL_DROP_PARAMS
-from crawler.urls import normalize as urls
-from crawler.urls.normalize import (
-    DEFAULT_DROP_PARAMS,
-    UrlNormalizer,
-    fingerprint,
-    has_repeated_segments,
-    normalize_url,
-    registered_domain,
-    url_fingerprint,
-    url_host,
-)
+from crawler.urls import keys
+from crawler.urls.keys import fingerprint, registered_domain, url_fingerprint, url_host
+from crawler.urls.normalize import DEFAULT_DROP_PARAMS, UrlNormalizer, normalize_url
+from crawler.urls.traps import has_repeated_segments
 
 VECTORS_PATH = Path(__file__).parent / "data" / "url_normalization.jsonl"
 VECTORS = [json.loads(line) for line in VECTORS_PATH.read_text("utf-8").splitlines() if line]
@@ -330,7 +323,7 @@ def test_registered_domain_uses_bundled_snapshot_without_network_or_cache(monkey
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("TLDEXTRACT_CACHE", str(tmp_path / "tldcache"))
-    monkeypatch.setattr(urls, "_tld_extract", None)
+    monkeypatch.setattr(keys, "_tld_extract", None)
     registered_domain.cache_clear()
     try:
         assert registered_domain("news.bbc.co.uk") == "bbc.co.uk"

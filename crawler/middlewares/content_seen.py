@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -11,12 +10,11 @@ from redis.exceptions import RedisError
 from scrapy import Request
 
 from crawler import settings as defaults
+from crawler.dedup.fingerprints import content_fingerprints
 from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIndex
-from crawler.dedup.simhash import text_fingerprint
-from crawler.extract.text import normalize_whitespace
 from crawler.frontier.redis import crawl_id_of, first_redis
 from crawler.items import Page
-from crawler.urls.normalize import url_host
+from crawler.urls.keys import url_host
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -24,13 +22,6 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
-
-
-def content_fingerprints(text: str) -> tuple[str, int, int]:
-    """(SHA-256 hex of the whitespace-normalised text, its 64-bit simhash, its word count)."""
-    normal = normalize_whitespace(text)
-    digest = hashlib.sha256(normal.encode("utf-8")).hexdigest()
-    return digest, text_fingerprint(normal), normal.count(" ") + 1 if normal else 0
 
 
 class ContentSeenMiddleware:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from crawler.dedup.fingerprints import content_fingerprints
 from crawler.items import Page
-from crawler.middlewares.content_seen import content_fingerprints
 
 
 class ContentHashPipeline:

@@ -25,8 +25,9 @@ from crawler import signals as crawler_signals
 from crawler.extract.text import extract_text, extract_title
 from crawler.frontier.redis import crawl_id_of, first_redis
 from crawler.items import Page
+from crawler.urls.keys import registered_domain, url_host
 from crawler.urls.links import SCOPES, LinkFollower, Scope
-from crawler.urls.normalize import UrlNormalizer, registered_domain, url_host
+from crawler.urls.normalize import UrlNormalizer
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

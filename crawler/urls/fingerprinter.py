@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 from scrapy.utils.request import RequestFingerprinter
 
 from crawler import settings as defaults
-from crawler.urls.normalize import UrlNormalizer, fingerprint
+from crawler.urls.keys import fingerprint
+from crawler.urls.normalize import UrlNormalizer
 
 if TYPE_CHECKING:
     from scrapy import Request

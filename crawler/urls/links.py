@@ -13,13 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from crawler.urls.normalize import (
-    absolute_reference,
-    fingerprint,
-    has_repeated_segments,
-    registered_domain,
-    url_host,
-)
+from crawler.urls.keys import fingerprint, registered_domain, url_host
+from crawler.urls.normalize import absolute_reference
+from crawler.urls.traps import has_repeated_segments
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector

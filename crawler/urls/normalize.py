@@ -1,4 +1,4 @@
-"""URL policy: normalisation, 64-bit fingerprints, host keys and URL trap rules.
+"""URL normalisation: every spelling of a URL to one canonical http(s) form.
 
 Pure functions over strings, no I/O. The normaliser maps every spelling of a URL
 that a server would treat the same to one string, so that the seen-set, the
@@ -23,32 +23,16 @@ methods; ``urllib.parse`` is not used per URL.
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import re
 from collections.abc import Callable
-from functools import lru_cache
-from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 import idna
 
 from crawler.settings import URL_DROP_PARAMS
 
-if TYPE_CHECKING:
-    import tldextract
-
-__all__ = [
-    "DEFAULT_DROP_PARAMS",
-    "UrlNormalizer",
-    "absolute_reference",
-    "fingerprint",
-    "has_repeated_segments",
-    "normalize_url",
-    "registered_domain",
-    "url_fingerprint",
-    "url_host",
-]
+__all__ = ["DEFAULT_DROP_PARAMS", "UrlNormalizer", "absolute_reference", "normalize_url"]
 
 DEFAULT_DROP_PARAMS: str = URL_DROP_PARAMS
 
@@ -455,119 +439,3 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
         return _normalize(url, base, _default_drop)
     except Exception:  # the contract is "never raise" on any str
         return None
-
-
-_blake2b = hashlib.blake2b
-
-
-def fingerprint(normalized_url: str) -> int:
-    """64-bit unsigned fingerprint of a normalised URL: BLAKE2b-64, big-endian.
-
-    Why BLAKE2b: it is in the standard library (no native dependency); its value
-    is stable across platforms, Python versions and processes (unlike ``hash()``,
-    which is salted per process); and, being a cryptographic hash, it is hard to
-    force collisions with, unlike xxHash or Murmur, so a hostile site cannot craft
-    URLs whose fingerprints hide other URLs from the seen-set. 64 bits give about
-    2.7 expected colliding pairs among 10^10 URLs (n^2 / 2^65).
-    """
-    return int.from_bytes(_blake2b(normalized_url.encode("utf-8"), digest_size=8).digest(), "big")
-
-
-def url_fingerprint(url: str) -> int:
-    """Normalise ``url`` with the default policy, then :func:`fingerprint` it.
-
-    Raises ValueError if ``url`` is not a crawlable http(s) URL.
-    """
-    normal = normalize_url(url)
-    if normal is None:
-        raise ValueError(f"not a crawlable http(s) URL: {url!r}")
-    return fingerprint(normal)
-
-
-def url_host(normalized_url: str) -> str:
-    """Hostname of a normalised URL, without port (and without IPv6 brackets).
-
-    String slicing only: it relies on the normal form (no userinfo, path present).
-    """
-    start = normalized_url.find("://") + 3
-    end = normalized_url.find("/", start)
-    hostport = normalized_url[start:] if end < 0 else normalized_url[start:end]
-    if hostport.startswith("["):
-        return hostport[1 : hostport.find("]")]
-    colon = hostport.rfind(":")
-    return hostport if colon < 0 else hostport[:colon]
-
-
-_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
-_tld_extract: tldextract.TLDExtract | None = None
-
-
-def _get_tld_extract() -> tldextract.TLDExtract:
-    """tldextract bound to its bundled suffix-list snapshot: no network, no cache files."""
-    global _tld_extract
-    if _tld_extract is None:
-        from tldextract import TLDExtract
-
-        _tld_extract = TLDExtract(
-            suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
-        )
-    return _tld_extract
-
-
-@lru_cache(maxsize=65_536)
-def registered_domain(host: str) -> str:
-    """Registered domain (eTLD+1) of ``host``, e.g. ``a.b.example.co.uk`` -> ``example.co.uk``.
-
-    Uses tldextract's bundled Public Suffix List snapshot, private section included
-    (``blog.blogspot.com`` is its own domain, as each blog has its own owner), so
-    the answer never depends on the network. IP addresses and single-label hosts
-    return themselves unchanged; hosts without a known public suffix, or that are
-    one, return themselves lowercased. A trailing root dot is dropped.
-    """
-    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if ":" in bare or _IPV4.fullmatch(bare):
-        return host
-    name = bare.rstrip(".").lower()
-    if "." not in name:
-        return host
-    result = _get_tld_extract()(name)
-    if result.domain and result.suffix:
-        return result.domain + "." + result.suffix
-    return name
-
-
-def has_repeated_segments(normalized_url: str, repeats: int = 3) -> bool:
-    """True if a run of 1+ path segments occurs ``repeats`` times in a row.
-
-    Catches the relative-link trap (a page linking ``a/b/`` relative to itself
-    yields ``/a/b/a/b/a/b/...``), like Heritrix's PathologicalPathDecideRule.
-    Only the path is examined; a trailing slash does not make an extra segment
-    and a run made only of empty segments does not count. ``repeats`` must be >= 2.
-    """
-    if repeats < 2:
-        raise ValueError("repeats must be at least 2")
-    scheme_end = normalized_url.find("://")
-    start = normalized_url.find("/", scheme_end + 3 if scheme_end >= 0 else 0)
-    if start < 0:
-        return False
-    question = normalized_url.find("?", start)
-    path = normalized_url[start + 1 : question if question >= 0 else None]
-    segments = path.split("/")
-    if segments[-1] == "":
-        segments.pop()
-    count = len(segments)
-    if count < repeats or len(set(segments)) == count:
-        return False
-    for period in range(1, count // repeats + 1):
-        needed = period * (repeats - 1)
-        run = 0
-        for i in range(count - period):
-            if segments[i] == segments[i + period]:
-                run += 1
-                if run >= needed:
-                    first = i + 1 - needed
-                    if any(segments[first : first + period]):
-                        return True
-            else:
-                run = 0
-    return False
