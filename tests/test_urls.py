@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.settings import URL_DROP_PARAMS
+from crawler.defaults import URL_DROP_PARAMS
 from crawler.urls import keys
 from crawler.urls.keys import fingerprint, registered_domain, url_fingerprint, url_host
 from crawler.urls.normalize import DEFAULT_DROP_PARAMS, UrlNormalizer, normalize_url

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler import settings as defaults
+from crawler import defaults
 from crawler.store.files import open_store
 from crawler.store.warc import find_record, read_page
 from crawler.urls.normalize import normalize_url

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
-from crawler import settings as defaults
+from crawler import defaults
 
 #: Statuses by which a server says "too much": they double the host's backoff.
 BACKOFF_STATUSES = frozenset({429, 503})

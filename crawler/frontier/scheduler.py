@@ -16,7 +16,7 @@ from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.task import LoopingCall
 
-from crawler import settings as defaults
+from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.frontier.codec import request_from_json, request_to_json
 from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry

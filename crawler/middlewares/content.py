@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 
-from crawler import settings as defaults
+from crawler import defaults
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 from scrapy import Request
 
-from crawler import settings as defaults
+from crawler import defaults
 from crawler.dedup.fingerprints import content_fingerprints
 from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIndex
 from crawler.frontier.redis import crawl_id_of, first_redis

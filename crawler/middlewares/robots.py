@@ -14,7 +14,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
-from crawler import settings as defaults
+from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.frontier.redis import crawl_id_of, first_redis
 from crawler.robots.cache import RobotsCachePolicy, RobotsEntry, SharedRobotsCache

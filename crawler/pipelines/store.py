@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import scrapy
 
-from crawler import settings as defaults
+from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.items import Page
 from crawler.store.files import LocalStore, SegmentWriter, open_store, segment_name

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from redis import Redis, RedisError
 
-from crawler import settings as defaults
+from crawler import defaults
 from crawler.robots.rules import RobotsRules
 
 logger = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from scrapy.utils.response import get_base_url
 from scrapy.utils.sitemap import Sitemap
 from twisted.internet.task import LoopingCall
 
-from crawler import settings as defaults
+from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.extract.text import extract_text, extract_title
 from crawler.frontier.redis import crawl_id_of, first_redis

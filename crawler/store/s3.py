@@ -21,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.threads import deferToThread
 
-from crawler import settings as defaults
+from crawler import defaults
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

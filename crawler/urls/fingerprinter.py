@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.request import RequestFingerprinter
 
-from crawler import settings as defaults
+from crawler import defaults
 from crawler.urls.keys import fingerprint
 from crawler.urls.normalize import UrlNormalizer
 

@@ -30,7 +30,7 @@ from urllib.parse import unquote
 
 import idna
 
-from crawler.settings import URL_DROP_PARAMS
+from crawler.defaults import URL_DROP_PARAMS
 
 __all__ = ["DEFAULT_DROP_PARAMS", "UrlNormalizer", "absolute_reference", "normalize_url"]
 

@@ -1,0 +1,76 @@
+"""``PoliteCrawler``: the one line that turns a Scrapy project into a polite crawler.
+
+``ADDONS = {"crawler.addon.PoliteCrawler": 0}`` installs the frontier scheduler, the
+RFC 9309 robots.txt middleware, the HTML-only filter, content-seen deduplication and
+the page store, and applies every default of :mod:`crawler.defaults` at add-on
+priority: a value the project, the spider or ``-s`` sets still wins.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.utils.misc import load_object
+
+from crawler import defaults
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
+
+SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
+REQUEST_FINGERPRINTER_CLASS = "crawler.urls.fingerprinter.UrlFingerprinter"
+# Components by setting, with their order; a project that sets one to None keeps it off.
+COMPONENTS = {
+    "DOWNLOADER_MIDDLEWARES": {
+        "crawler.middlewares.robots.RobotsMiddleware": 100,
+        "crawler.middlewares.content.HtmlOnlyMiddleware": 650,
+    },
+    "SPIDER_MIDDLEWARES": {
+        "crawler.middlewares.content_seen.ContentSeenMiddleware": 950,
+    },
+    "ITEM_PIPELINES": {
+        "crawler.pipelines.fingerprint.ContentHashPipeline": 300,
+        "crawler.pipelines.store.PageStorePipeline": 800,
+    },
+}
+# Schedulers the add-on replaces even when a project names them: they are what it fixes.
+REPLACED_SCHEDULERS = {"scrapy_redis.scheduler.Scheduler"}
+
+
+def default_names() -> list[str]:
+    """Every setting :mod:`crawler.defaults` defines."""
+    return [name for name in vars(defaults) if name.isupper()]
+
+
+class PoliteCrawler:
+    """Scrapy add-on: the whole crawler, on any spider of the project."""
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        for name in default_names():
+            settings.set(name, getattr(defaults, name), priority="addon")
+        # The frontier never lets two fetches to one host overlap; a lower per-domain
+        # limit would only queue requests inside the downloader.
+        settings.set("CONCURRENT_REQUESTS_PER_DOMAIN", settings.getint("CONCURRENT_REQUESTS"),
+                     priority="addon")
+        settings.set("REQUEST_FINGERPRINTER_CLASS", REQUEST_FINGERPRINTER_CLASS, priority="addon")
+        self._install_scheduler(settings)
+        # Ours replaces Scrapy's: both would fetch robots.txt, and Scrapy's obeys a 5xx page.
+        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, None)
+        for name, components in COMPONENTS.items():
+            for path, order in components.items():
+                settings.setdefault_in_component_priority_dict(name, load_object(path), order)
+
+    @staticmethod
+    def _install_scheduler(settings: BaseSettings) -> None:
+        current = settings.get("SCHEDULER")
+        current_path = current if isinstance(current, str) else f"{current.__module__}.{current.__qualname__}"
+        if current_path in REPLACED_SCHEDULERS:
+            logger.info("PoliteCrawler replaces SCHEDULER %s with its polite frontier "
+                        "(REDIS_URL and SCHEDULER_* settings keep their meaning)", current_path)
+            settings.set("SCHEDULER", SCHEDULER, priority=settings.getpriority("SCHEDULER"))
+        else:
+            settings.set("SCHEDULER", SCHEDULER, priority="addon")

@@ -1,0 +1,117 @@
+"""Every setting of the crawler with its default: plain constants, importing nothing.
+
+Each component reads ``settings.get(NAME, defaults.NAME)``, so it works alone in any
+Scrapy project. The add-on (``crawler.addon.PoliteCrawler``) applies all of them at
+add-on priority, so ``scrapy settings --get NAME`` shows them and a value the project
+sets still wins. ``docs/settings.md`` describes each one; a test checks it lists them all.
+"""
+
+# --- Scrapy's own settings, set differently by the add-on ------------------------
+# Polite by default: robots.txt first (our RFC 9309 middleware replaces Scrapy's).
+ROBOTSTXT_OBEY = True
+# The frontier spaces fetches itself; Scrapy's slot delay would block other hosts.
+DOWNLOAD_DELAY = 0
+# Links of pages at this depth are not followed (Scrapy: 0, no limit).
+DEPTH_LIMIT = 20
+# URLs longer than this are dropped (Scrapy: 2083).
+URLLENGTH_LIMIT = 2048
+# Bodies larger than this are not downloaded (Scrapy: 1 GiB).
+DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
+# No warning per large page: the cap above already bounds them.
+DOWNLOAD_WARNSIZE = 0
+# RemoteControl (Scrapy 2.19) opens an HTTP port that runs code sent to it.
+REMOTE_CONTROL_ENABLED = False
+# The telnet console is another control port: off.
+TELNETCONSOLE_ENABLED = False
+
+# --- URL policy ----------------------------------------------------------------
+# Query parameter names dropped by normalisation (full match, any case).
+URL_DROP_PARAMS = r"^(utm_[a-z]+|fbclid|gclid|sessionid|phpsessid|jsessionid)$"
+
+# --- Trap rules, first layer ----------------------------------------------------
+# Drop a URL whose path repeats a run of segments this many times in a row (0: off).
+TRAP_SEGMENT_REPEATS = 3
+
+# --- Link following --------------------------------------------------------------
+# "host" (the seeds' hosts, www. or not), "domain" (their registered domains) or "all".
+CRAWL_SCOPE = "host"
+# Stop after this many pages are stored (0: no cap).
+CRAWL_MAX_PAGES = 0
+# Raw links remembered per worker (two generations of this size), to skip links seen.
+LINK_CACHE_SIZE = 500_000
+
+# --- Fetching ------------------------------------------------------------------
+# Content types kept; other downloads are stopped once their headers arrive.
+HTML_CONTENT_TYPES = ["text/html", "application/xhtml+xml"]
+
+# --- Content seen ------------------------------------------------------------------
+# Near copies: simhash (64-bit, word 3-grams) within this many bits of an earlier page.
+SIMHASH_MAX_DISTANCE = 3
+# Texts shorter than this many words are compared exactly only.
+SIMHASH_MIN_WORDS = 20
+
+# --- Page store --------------------------------------------------------------------
+# A local directory (path or file:// URI) or s3://bucket/prefix.
+STORE_URI = "crawl-data"
+# Roll a segment file when it reaches this size (bytes, compressed).
+STORE_ROLL_BYTES = 100 * 1024 * 1024
+# ...or when it is this old (seconds; 0: no limit), so an S3 store gets data regularly.
+STORE_ROLL_SECONDS = 300.0
+# s3:// stores: files are written here first and leave once uploaded.
+STORE_SPOOL_DIR = "crawl-spool"
+# An upload that fails is retried this many times, first after this delay, doubling.
+STORE_UPLOAD_RETRIES = 8
+STORE_UPLOAD_RETRY_DELAY = 1.0
+
+# --- robots.txt (RFC 9309), on with ROBOTSTXT_OBEY ------------------------------
+# Product token matched against robots.txt groups; empty: taken from USER_AGENT.
+ROBOTSTXT_USER_AGENT = ""
+# RFC 9309 2.4: a cached robots.txt is not used for more than 24 hours.
+ROBOTSTXT_CACHE_TTL = 86400.0
+# An unreachable robots.txt disallows the host; fetched again after this, doubling.
+ROBOTSTXT_RETRY_DELAY = 60.0
+# Requests wait for this many failed robots.txt fetches in a row, then are dropped.
+ROBOTSTXT_RETRY_TIMES = 4
+# Honour Crawl-delay as a floor on a host's gap, up to this many seconds.
+ROBOTSTXT_CRAWL_DELAY = True
+ROBOTSTXT_CRAWL_DELAY_MAX = 60.0
+# Follow the Sitemap: lines of robots.txt (indexes and gzip too).
+SITEMAP_FOLLOW = False
+
+# --- Frontier: politeness policy ------------------------------------------------
+# Gap after a fetch = max(min(MAX, max(MIN, FACTOR x fetch time)), Crawl-delay, backoff).
+POLITENESS_MIN_DELAY = 1.0
+POLITENESS_DELAY_FACTOR = 10.0
+# Cap of the adaptive part, as Heritrix's default 30 s.
+POLITENESS_MAX_DELAY = 30.0
+# Cap of the 429/503 backoff, Retry-After included.
+POLITENESS_BACKOFF_MAX = 3600.0
+# Hosts that resolve to one IP address share one politeness key.
+POLITENESS_PER_IP = False
+# Fetches per host in a crawl (0: no limit).
+HOST_PAGE_BUDGET = 0
+# Front queues: request depth (shifted by priority) picks one of these levels.
+FRONTIER_PRIORITY_LEVELS = 4
+
+# --- Frontier: state ---------------------------------------------------------------
+# The embedded frontier lives in FRONTIER_DIR/<crawl id>/frontier.sqlite.
+FRONTIER_DIR = "crawl-state"
+# Names the crawl's state; empty: derived from the spider, its seeds and scope.
+CRAWL_ID = ""
+# redis://host:port/db (a comma list shards the crawl): the frontier is shared there.
+REDIS_URL = ""
+# Redis crawls: pushed seeds are read this often (seconds).
+SEEDS_POLL_INTERVAL = 5.0
+# An idle Redis worker waits this long (seconds) for more work before closing.
+SCHEDULER_IDLE_BEFORE_CLOSE = 10.0
+# URLs a Redis crawl expects: sizes the seen set's buckets.
+SEEN_SET_EXPECTED_URLS = 10_000_000
+# "exact" (~13 bytes a URL) or "bloom" (1.3 bytes a URL at 1%, drops that share of new URLs).
+SEEN_SET = "exact"
+SEEN_SET_ERROR_RATE = 0.01
+# A URL leased and neither acked nor retried within this time is queued again.
+FRONTIER_LEASE_SECONDS = 600.0
+# Frontier writes are committed this often (seconds): a kill -9 redoes at most this much.
+FRONTIER_COMMIT_INTERVAL = 0.5
+# SQLite page cache (KiB): the embedded frontier's memory beyond one record per host.
+FRONTIER_CACHE_KIB = 65536
