@@ -28,5 +28,16 @@ setup(
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "moto[server]>=5,<6"],
     },
-    entry_points={"scrapy": ["settings = crawler.settings"]},
+    entry_points={
+        # scrapyd and scrapyd-deploy find the project settings here.
+        "scrapy": ["settings = crawler.settings"],
+        # The crawler's commands in any project where the package is installed.
+        "scrapy.commands": [
+            "crawl = crawler.commands.crawl:Command",
+            "settings = crawler.commands.settings:Command",
+            "page = crawler.commands.page:Command",
+            "crawlstats = crawler.commands.crawlstats:Command",
+            "forget = crawler.commands.forget:Command",
+        ],
+    },
 )

@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 
 from crawler import defaults
@@ -31,6 +32,7 @@ COMPONENTS = {
     },
     "SPIDER_MIDDLEWARES": {
         "crawler.middlewares.content_seen.ContentSeenMiddleware": 950,
+        "crawler.middlewares.capture.PageCaptureMiddleware": 960,
     },
     "ITEM_PIPELINES": {
         "crawler.pipelines.fingerprint.ContentHashPipeline": 300,
@@ -57,12 +59,27 @@ class PoliteCrawler:
         settings.set("CONCURRENT_REQUESTS_PER_DOMAIN", settings.getint("CONCURRENT_REQUESTS"),
                      priority="addon")
         settings.set("REQUEST_FINGERPRINTER_CLASS", REQUEST_FINGERPRINTER_CLASS, priority="addon")
+        self._take_over_download_delay(settings)
         self._install_scheduler(settings)
         # Ours replaces Scrapy's: both would fetch robots.txt, and Scrapy's obeys a 5xx page.
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, None)
         for name, components in COMPONENTS.items():
             for path, order in components.items():
                 settings.setdefault_in_component_priority_dict(name, load_object(path), order)
+
+    @staticmethod
+    def _take_over_download_delay(settings: BaseSettings) -> None:
+        """A project's ``DOWNLOAD_DELAY`` (Scrapy's template sets 1) becomes the frontier's
+        minimum gap: Scrapy's slot delay on top would block other hosts' requests."""
+        delay, priority = settings.getfloat("DOWNLOAD_DELAY"), settings.getpriority("DOWNLOAD_DELAY")
+        if not delay or priority <= SETTINGS_PRIORITIES["addon"]:
+            return
+        if settings.getpriority("POLITENESS_MIN_DELAY") <= SETTINGS_PRIORITIES["addon"]:
+            settings.set("POLITENESS_MIN_DELAY", delay, priority=priority)
+        settings.set("DOWNLOAD_DELAY", 0, priority=priority)
+        logger.info("PoliteCrawler: DOWNLOAD_DELAY = %s is kept by the frontier as the minimum gap "
+                    "between fetches to a host (POLITENESS_MIN_DELAY = %s)",
+                    delay, settings.getfloat("POLITENESS_MIN_DELAY"))
 
     @staticmethod
     def _install_scheduler(settings: BaseSettings) -> None:

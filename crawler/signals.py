@@ -21,3 +21,9 @@ robots_fetched = object()
 
 #: A store file ``name`` is safely stored (uploaded): the URLs of the pages in it are done.
 store_file_uploaded = object()
+
+#: A page a spider did not yield as an item was captured from its response: ``page``
+#: (a :class:`~crawler.items.Page`), ``response``. The page components take it in the
+#: order they were built (content seen, then the pipelines, then the scheduler), as they
+#: would the item, without it entering the project's own pipelines and feeds.
+page_captured = object()

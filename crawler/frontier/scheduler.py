@@ -22,6 +22,7 @@ from crawler.frontier.codec import request_from_json, request_to_json
 from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels, parse_retry_after
 from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, crawl_id_of, open_redis_frontier
+from crawler.items import Page
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -90,6 +91,7 @@ class FrontierScheduler(BaseScheduler):
         crawler.signals.connect(self._host_unavailable, signal=crawler_signals.host_unavailable)
         crawler.signals.connect(self._item_error, signal=signals.item_error)
         crawler.signals.connect(self._item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(self._page_stored, signal=crawler_signals.page_captured)
         crawler.signals.connect(self._file_uploaded, signal=crawler_signals.store_file_uploaded)
         crawler.signals.connect(self._robots_fetched, signal=crawler_signals.robots_fetched)
 
@@ -308,10 +310,16 @@ class FrontierScheduler(BaseScheduler):
         self._handed_out = still
 
     def _item_scraped(self, item: Any, response: Response) -> None:
+        if isinstance(item, Page):  # a project's own items are not pages stored
+            self._page_stored(item, response)
+
+    def _page_stored(self, page: Page, response: Response) -> None:
+        """A page went through the store (the scheduler, built last, hears of it last)."""
+        if page.stored is None:
+            return  # no store, or it failed there
         self._write("count", "stored")
-        files = getattr(item, "awaiting_upload", None)
-        if files and response is not None and response.request is not None:
-            response.request.meta.setdefault(_UPLOADS, set()).update(files)
+        if page.awaiting_upload and response is not None and response.request is not None:
+            response.request.meta.setdefault(_UPLOADS, set()).update(page.awaiting_upload)
 
     def _file_uploaded(self, name: str) -> None:
         """A store file is uploaded: ack the URLs whose pages were all waiting for it."""

@@ -10,6 +10,7 @@ from redis.exceptions import RedisError
 from scrapy import Request
 
 from crawler import defaults
+from crawler import signals as crawler_signals
 from crawler.dedup.fingerprints import content_fingerprints
 from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIndex
 from crawler.frontier.redis import crawl_id_of, first_redis
@@ -61,8 +62,14 @@ class ContentSeenMiddleware:
         if s.get("REDIS_URL"):
             index = RedisContentIndex(first_redis(s, socket_timeout=10, socket_connect_timeout=5),
                                       crawl_id_of(s, crawler.spidercls.name), max_distance)
-        return cls(crawler.stats, max_distance, s.getint("SIMHASH_MIN_WORDS", defaults.SIMHASH_MIN_WORDS),
-                   index)
+        middleware = cls(crawler.stats, max_distance,
+                         s.getint("SIMHASH_MIN_WORDS", defaults.SIMHASH_MIN_WORDS), index)
+        crawler.signals.connect(middleware.page_captured, signal=crawler_signals.page_captured)
+        return middleware
+
+    def page_captured(self, page: Page, response: Response) -> None:
+        """A page captured from another spider's response is checked like a yielded one."""
+        self.check(page)
 
     def duplicate_rate(self, host: str) -> float:
         """Share of a host's pages with text that were duplicates (0 when none seen)."""

@@ -18,6 +18,7 @@ from crawler.store.warc import WarcFileWriter, WarcPage
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
     from scrapy.signalmanager import SignalManager
     from scrapy.statscollectors import StatsCollector
 
@@ -83,13 +84,19 @@ class PageStorePipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageStorePipeline:
         settings = crawler.settings
-        return cls(
+        pipeline = cls(
             open_store(settings.get("STORE_URI", defaults.STORE_URI), settings),
             crawler.stats,
             settings.getint("STORE_ROLL_BYTES", defaults.STORE_ROLL_BYTES),
             settings.getfloat("STORE_ROLL_SECONDS", defaults.STORE_ROLL_SECONDS),
             crawler.signals,
         )
+        crawler.signals.connect(pipeline.page_captured, signal=crawler_signals.page_captured)
+        return pipeline
+
+    def page_captured(self, page: Page, response: Response) -> None:
+        """A page captured from another spider's response is stored like a yielded one."""
+        self.process_item(page)
 
     def open_spider(self) -> None:
         self.store.recover()

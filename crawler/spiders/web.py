@@ -22,7 +22,7 @@ from twisted.internet.task import LoopingCall
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.extract.text import extract_text, extract_title
+from crawler.extract.page import HREFS, page_from_response
 from crawler.frontier.redis import crawl_id_of, first_redis
 from crawler.items import Page
 from crawler.urls.keys import registered_domain, url_host
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
-
-_HREFS = etree.XPath("//a/@href | //area/@href", smart_strings=False)
 
 
 class ArgumentError(ValueError):
@@ -185,6 +183,8 @@ class WebSpider(scrapy.Spider):
     """
 
     name = "web"
+    # It yields its own Page items: PageCaptureMiddleware leaves its responses alone.
+    yields_pages = True
 
     def __init__(
         self,
@@ -278,10 +278,10 @@ class WebSpider(scrapy.Spider):
         if self.pushed_seeds is not None:
             self.pushed_seeds.working()
         root = response.selector.root
-        hrefs = _HREFS(root) if isinstance(root, etree._Element) else []
+        hrefs = HREFS(root) if isinstance(root, etree._Element) else []
         depth = response.meta.get("depth", 0)
         self.pages += 1
-        page = self._page(response, root, depth, len(hrefs))
+        page = page_from_response(response, self._normalize(response.url) or response.url, len(hrefs))
         yield page
         yield from self._follow(response, page, hrefs, depth)
         if self.max_pages and self.pages >= self.max_pages:
@@ -335,26 +335,3 @@ class WebSpider(scrapy.Spider):
                 stats.inc_value("sitemap/urls")
                 yield scrapy.Request(url, callback=self.parse,
                                      meta={"sitemap_lastmod": entry.get("lastmod")})
-
-    def _page(self, response: HtmlResponse, root: Any, depth: int, links: int) -> Page:
-        headers = response.headers
-        etag = headers.get(b"ETag")
-        last_modified = headers.get(b"Last-Modified")
-        parsed = isinstance(root, etree._Element)
-        return Page(
-            url=self._normalize(response.url) or response.url,
-            status=response.status,
-            fetched_at=time.time(),
-            depth=depth,
-            html=response.body,
-            text=extract_text(root) if parsed else "",
-            title=extract_title(root) if parsed else "",
-            content_type=(headers.get(b"Content-Type") or b"").decode("latin-1"),
-            encoding=response.encoding,
-            http_headers=[(k.decode("latin-1"), v.decode("latin-1"))
-                          for k, values in headers.items() for v in values],
-            etag=etag.decode("latin-1") if etag else None,
-            last_modified=last_modified.decode("latin-1") if last_modified else None,
-            links=links,
-            sitemap_lastmod=response.meta.get("sitemap_lastmod"),
-        )

@@ -1,0 +1,36 @@
+"""``scrapy settings`` as a crawl sees them: with the project's add-ons applied."""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING
+
+from scrapy.commands.settings import Command as ScrapySettingsCommand
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.misc import load_object
+
+if TYPE_CHECKING:
+    import argparse
+
+
+class Command(ScrapySettingsCommand):
+    """Scrapy's ``settings`` command, after the ``update_settings`` of each add-on in
+    ``ADDONS`` that needs no crawler (Scrapy's own command applies none, so it shows
+    values no crawl uses: ``DEPTH_LIMIT`` 0 where the add-on sets 20)."""
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        settings = self.settings.copy()
+        for path in build_component_list(settings["ADDONS"]):
+            addon_class = load_object(path)
+            if hasattr(addon_class, "update_settings") and not hasattr(addon_class, "from_crawler") \
+                    and not _required_arguments(addon_class):
+                addon_class().update_settings(settings)
+        self.settings = settings
+        super().run(args, opts)
+
+
+def _required_arguments(cls: type) -> bool:
+    """Whether ``cls()`` needs arguments (then only a crawler could build it)."""
+    return any(p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+               for p in inspect.signature(cls).parameters.values())
