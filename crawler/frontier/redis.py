@@ -621,11 +621,6 @@ class ShardedRedisFrontier:
         return f"Redis, {len(self.shards)} shards, keys {self.shards[0].prefix}*"
 
 
-def crawl_id_of(settings: BaseSettings, spider_name: str) -> str:
-    """``CRAWL_ID``, or else the spider's name: what names a crawl's state."""
-    return settings.get("CRAWL_ID") or spider_name
-
-
 def first_redis(settings: BaseSettings, **options: Any) -> Redis:
     """A client of the first server of ``REDIS_URL``: where the crawl-wide state that is
     not sharded by host lives (pushed seeds, the robots.txt cache, the content index)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -19,9 +20,10 @@ from twisted.internet.task import LoopingCall
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.frontier.codec import request_from_json, request_to_json
+from crawler.frontier.crawl_id import crawl_id_of, fresh_crawl_command
 from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels, parse_retry_after
-from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, crawl_id_of, open_redis_frontier
+from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, open_redis_frontier
 from crawler.items import Page
 
 if TYPE_CHECKING:
@@ -64,8 +66,9 @@ class FrontierScheduler(BaseScheduler):
     """
 
     def __init__(self, crawler: Crawler, frontier: Frontier, levels: PriorityLevels,
-                 commit_interval: float) -> None:
+                 commit_interval: float, crawl_id: str = "") -> None:
         self.crawler = crawler
+        self.crawl_id = crawl_id
         self.frontier = frontier
         self.levels = levels
         self.commit_interval = commit_interval
@@ -105,7 +108,7 @@ class FrontierScheduler(BaseScheduler):
             backoff_max=s.getfloat("POLITENESS_BACKOFF_MAX", defaults.POLITENESS_BACKOFF_MAX),
         )
         levels = PriorityLevels(s.getint("FRONTIER_PRIORITY_LEVELS", defaults.FRONTIER_PRIORITY_LEVELS))
-        crawl_id = crawl_id_of(s, crawler.spidercls.name)
+        crawl_id = crawl_id_of(crawler)
         common = {
             "policy": policy,
             "levels": levels,
@@ -121,15 +124,16 @@ class FrontierScheduler(BaseScheduler):
                 seen_set=s.get("SEEN_SET", defaults.SEEN_SET),
                 bloom_error=s.getfloat("SEEN_SET_ERROR_RATE", defaults.SEEN_SET_ERROR_RATE), **common)
         else:
-            path = Path(s.get("FRONTIER_DIR", defaults.FRONTIER_DIR)) / crawl_id / "frontier.sqlite"
+            directory = s.get("JOBDIR") or Path(s.get("FRONTIER_DIR", defaults.FRONTIER_DIR)) / crawl_id
+            path = Path(directory) / "frontier.sqlite"
             frontier = EmbeddedFrontier(
                 path, cache_kib=s.getint("FRONTIER_CACHE_KIB", defaults.FRONTIER_CACHE_KIB), **common)
         if s.getfloat("DOWNLOAD_DELAY") or s.getbool("AUTOTHROTTLE_ENABLED"):
             logger.warning("FrontierScheduler keeps politeness itself: set DOWNLOAD_DELAY = 0 and "
                            "AUTOTHROTTLE_ENABLED = False, or Scrapy adds delays of its own.")
-        logger.info("Frontier state: %s", frontier.describe())
+        logger.info("Crawl id %s, frontier state: %s", crawl_id, frontier.describe())
         return cls(crawler, frontier, levels, s.getfloat(
-            "FRONTIER_COMMIT_INTERVAL", defaults.FRONTIER_COMMIT_INTERVAL))
+            "FRONTIER_COMMIT_INTERVAL", defaults.FRONTIER_COMMIT_INTERVAL), crawl_id)
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -137,11 +141,7 @@ class FrontierScheduler(BaseScheduler):
         self.spider = spider
         done = self.frontier.done_count()
         if done and not self.frontier.has_pending():
-            logger.warning(
-                "This crawl already finished (%d URLs done, state in %s): URLs seen then are not "
-                "fetched again. To start a fresh crawl, delete that directory or set another CRAWL_ID.",
-                done, self.frontier.describe(),
-            )
+            self._say_finished(done)
         elif done or self.frontier.queued:
             logger.info("Resuming the crawl: %d URLs done, %d queued", done, self.frontier.queued)
         self._key_new_hosts()
@@ -149,6 +149,17 @@ class FrontierScheduler(BaseScheduler):
             timer = LoopingCall(step)
             timer.start(interval, now=False)
             self._timers.append(timer)
+
+    def _say_finished(self, done: int) -> None:
+        fresh = fresh_crawl_command(sys.argv, self.crawl_id, time.strftime("%Y%m%d-%H%M%S"))
+        if isinstance(self.frontier, EmbeddedFrontier):
+            how = f"delete {self.frontier.db_path.parent} and run the same command again, or run:\n  {fresh}"
+        else:
+            how = (f"run `scrapy forget {self.crawl_id} -s REDIS_URL=...` and the same command again, "
+                   f"or run:\n  {fresh}")
+        logger.warning("Crawl %s already finished (%d URLs done, state in %s): URLs seen then are not "
+                       "fetched again. To crawl afresh, %s",
+                       self.crawl_id, done, self.frontier.describe(), how)
 
     def close(self, reason: str) -> None:
         self._closed = True

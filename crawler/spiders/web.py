@@ -23,7 +23,8 @@ from twisted.internet.task import LoopingCall
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.extract.page import HREFS, page_from_response
-from crawler.frontier.redis import crawl_id_of, first_redis
+from crawler.frontier.crawl_id import crawl_id_of
+from crawler.frontier.redis import first_redis
 from crawler.items import Page
 from crawler.urls.keys import registered_domain, url_host
 from crawler.urls.links import SCOPES, LinkFollower, Scope
@@ -127,7 +128,7 @@ class PushedSeeds:
     @classmethod
     def from_crawler(cls, crawler: Crawler, spider: WebSpider) -> PushedSeeds:
         s = crawler.settings
-        seeds = cls(spider, first_redis(s), f"crawl:{{{crawl_id_of(s, spider.name)}}}:seeds",
+        seeds = cls(spider, first_redis(s), f"crawl:{{{crawl_id_of(crawler, spider)}}}:seeds",
                     s.getfloat("SEEDS_POLL_INTERVAL", defaults.SEEDS_POLL_INTERVAL),
                     s.getfloat("SCHEDULER_IDLE_BEFORE_CLOSE", defaults.SCHEDULER_IDLE_BEFORE_CLOSE))
         crawler.signals.connect(seeds.spider_opened, signal=signals.spider_opened)
