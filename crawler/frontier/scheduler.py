@@ -22,6 +22,7 @@ from crawler.frontier.codec import request_from_json, request_to_json
 from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels, parse_retry_after
 from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, crawl_id_of, open_redis_frontier
+from crawler.paths import data_path
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -119,7 +120,7 @@ class FrontierScheduler(BaseScheduler):
                 seen_set=s.get("SEEN_SET", defaults.SEEN_SET),
                 bloom_error=s.getfloat("SEEN_SET_ERROR_RATE", defaults.SEEN_SET_ERROR_RATE), **common)
         else:
-            path = Path(s.get("FRONTIER_DIR", defaults.FRONTIER_DIR)) / crawl_id / "frontier.sqlite"
+            path = Path(data_path(s, "FRONTIER_DIR")) / crawl_id / "frontier.sqlite"
             frontier = EmbeddedFrontier(
                 path, cache_kib=s.getint("FRONTIER_CACHE_KIB", defaults.FRONTIER_CACHE_KIB), **common)
         if s.getfloat("DOWNLOAD_DELAY") or s.getbool("AUTOTHROTTLE_ENABLED"):
