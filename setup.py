@@ -26,7 +26,8 @@ setup(
         "warcio>=1.7,<2",
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "moto[server]>=5,<6"],
+        "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "moto[server]>=5,<6",
+                 "scrapyd>=1.6,<1.7", "scrapyd-client>=2.0.3,<2.1"],
     },
     entry_points={
         # scrapyd and scrapyd-deploy find the project settings here.

@@ -50,6 +50,10 @@ SIMHASH_MAX_DISTANCE = 3
 # Texts shorter than this many words are compared exactly only.
 SIMHASH_MIN_WORDS = 20
 
+# --- Where data goes ------------------------------------------------------------
+# Absolute directory that relative FRONTIER_DIR, STORE_URI, STORE_SPOOL_DIR are under ("": the working dir).
+DATA_DIR = ""
+
 # --- Page store --------------------------------------------------------------------
 # A local directory (path or file:// URI) or s3://bucket/prefix.
 STORE_URI = "crawl-data"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler import defaults
+from crawler.paths import data_path
 from crawler.store.files import open_store
 from crawler.store.warc import find_record, read_page
 from crawler.urls.normalize import normalize_url
@@ -44,7 +44,7 @@ class Command(ScrapyCommand):
         url = normalize_url(args[0])
         if url is None:
             raise UsageError(f"not an http(s) URL: {args[0]!r}")
-        store = open_store(self.settings.get("STORE_URI", defaults.STORE_URI))
+        store = open_store(data_path(self.settings, "STORE_URI"))
         record = find_record(store, url)
         if record is None:
             print(f"{url} is not in {store.root}", file=sys.stderr)

@@ -25,6 +25,7 @@ from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels, parse_retry_after
 from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, open_redis_frontier
 from crawler.items import Page
+from crawler.paths import data_path
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -124,7 +125,7 @@ class FrontierScheduler(BaseScheduler):
                 seen_set=s.get("SEEN_SET", defaults.SEEN_SET),
                 bloom_error=s.getfloat("SEEN_SET_ERROR_RATE", defaults.SEEN_SET_ERROR_RATE), **common)
         else:
-            directory = s.get("JOBDIR") or Path(s.get("FRONTIER_DIR", defaults.FRONTIER_DIR)) / crawl_id
+            directory = s.get("JOBDIR") or Path(data_path(s, "FRONTIER_DIR")) / crawl_id
             path = Path(directory) / "frontier.sqlite"
             frontier = EmbeddedFrontier(
                 path, cache_kib=s.getint("FRONTIER_CACHE_KIB", defaults.FRONTIER_CACHE_KIB), **common)

@@ -13,6 +13,7 @@ import scrapy
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.items import Page
+from crawler.paths import data_path
 from crawler.store.files import LocalStore, SegmentWriter, open_store, segment_name
 from crawler.store.warc import WarcFileWriter, WarcPage
 
@@ -85,7 +86,7 @@ class PageStorePipeline:
     def from_crawler(cls, crawler: Crawler) -> PageStorePipeline:
         settings = crawler.settings
         pipeline = cls(
-            open_store(settings.get("STORE_URI", defaults.STORE_URI), settings),
+            open_store(data_path(settings, "STORE_URI"), settings),
             crawler.stats,
             settings.getint("STORE_ROLL_BYTES", defaults.STORE_ROLL_BYTES),
             settings.getfloat("STORE_ROLL_SECONDS", defaults.STORE_ROLL_SECONDS),

@@ -22,6 +22,7 @@ from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.threads import deferToThread
 
 from crawler import defaults
+from crawler.paths import data_path
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -81,7 +82,7 @@ class S3Store:
             config=Config(retries={"max_attempts": 2, "mode": "standard"}),
         )
         return cls(
-            uri, client, settings.get("STORE_SPOOL_DIR", defaults.STORE_SPOOL_DIR),
+            uri, client, data_path(settings, "STORE_SPOOL_DIR"),
             settings.getint("STORE_UPLOAD_RETRIES", defaults.STORE_UPLOAD_RETRIES),
             settings.getfloat("STORE_UPLOAD_RETRY_DELAY", defaults.STORE_UPLOAD_RETRY_DELAY),
         )

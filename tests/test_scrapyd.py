@@ -1,0 +1,91 @@
+"""scrapyd for real: deploy the egg with scrapyd-deploy, schedule `web`, find the pages under DATA_DIR."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from scrapyd_server import REPO, Scrapyd, clean_env
+from testweb import Site, TestWeb
+
+from crawler.store.files import LocalStore, iter_records
+
+
+@pytest.fixture
+def scrapyd(tmp_path):
+    server = Scrapyd(tmp_path / "scrapyd")
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+def deploy(scrapyd: Scrapyd, directory: Path) -> subprocess.CompletedProcess:
+    """``scrapyd-deploy`` in a copy of the project whose ``[deploy]`` url is this scrapyd."""
+    project = directory / "project"
+    shutil.copytree(REPO / "crawler", project / "crawler", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("setup.py", "README.md"):
+        shutil.copy(REPO / name, project / name)
+    config = configparser.ConfigParser()
+    config.read(REPO / "scrapy.cfg", encoding="utf-8")
+    config["deploy"]["url"] = scrapyd.url
+    with (project / "scrapy.cfg").open("w", encoding="utf-8") as f:
+        config.write(f)
+    executable = shutil.which("scrapyd-deploy", path=str(Path(sys.executable).parent)) or "scrapyd-deploy"
+    return subprocess.run([executable], cwd=project, env=clean_env(), capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def wait_finished(scrapyd: Scrapyd, job: str, timeout: float = 90) -> dict:
+    """The job's entry in ``listjobs.json`` once it is finished (polled every 0.5 s)."""
+    for _ in range(int(timeout / 0.5)):
+        jobs = scrapyd.get("listjobs.json", project="crawler")
+        for entry in jobs["finished"]:
+            if entry["id"] == job:
+                return entry
+        time.sleep(0.5)
+    raise AssertionError(f"job {job} not finished after {timeout} s: {jobs}")
+
+
+def test_scrapyd_runs_web_spider_and_stores_pages_under_data_dir(scrapyd, tmp_path):
+    deployed = deploy(scrapyd, tmp_path)
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    assert '"status": "ok"' in deployed.stdout, deployed.stdout + deployed.stderr
+    data_dir = tmp_path / "data"  # not there yet: the crawl makes it
+    with TestWeb([Site("127.0.0.1", pages=20, broken_links=1)]) as web:
+        seed = web.url("127.0.0.1")
+        scheduled = scrapyd.post("schedule.json", [
+            ("project", "crawler"), ("spider", "web"), ("seeds", seed),
+            ("setting", f"DATA_DIR={data_dir}"),
+            ("setting", "POLITENESS_MIN_DELAY=0"), ("setting", "POLITENESS_DELAY_FACTOR=0"),
+        ])
+        assert scheduled["status"] == "ok", scheduled
+        finished = wait_finished(scrapyd, scheduled["jobid"])
+        expected = web.reachable([seed])
+    job_log = (scrapyd.var / "logs" / "crawler" / "web" / f"{scheduled['jobid']}.log").read_text()
+    assert "Spider closed (finished)" in job_log, job_log[-3000:]
+    assert " ERROR: " not in job_log, job_log[-3000:]
+    assert finished["log_url"].endswith(f"{scheduled['jobid']}.log")
+
+    stored = Counter(record["url"] for record in iter_records(LocalStore(data_dir / "crawl-data")))
+    assert set(stored) == expected
+    assert max(stored.values()) == 1
+    assert len(list((data_dir / "crawl-state").glob("*/frontier.sqlite"))) == 1
+    # scrapyd's working directory holds its configuration and nothing else.
+    assert sorted(p.name for p in scrapyd.home.iterdir()) == ["scrapyd.conf"]
+    # `scrapy page`, run anywhere with the same DATA_DIR, reads what the job stored.
+    env = clean_env()
+    env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env["PYTHONPATH"]])),
+               SCRAPY_SETTINGS_MODULE="crawler.settings")
+    page = subprocess.run([sys.executable, "-m", "scrapy", "page", seed, "-s", f"DATA_DIR={data_dir}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert page.returncode == 0, page.stderr
+    assert json.loads(page.stdout)["url"] == seed
