@@ -104,6 +104,11 @@ FRONTIER_DIR = "crawl-state"
 CRAWL_ID = ""
 # redis://host:port/db (a comma list shards the crawl): the frontier is shared there.
 REDIS_URL = ""
+# Redis crawls: the list pushed seeds are read from; "" is crawl:{<crawl id>}:seeds.
+# As scrapy-redis's setting: "%(name)s:start_urls" reads scrapy-redis's key.
+REDIS_START_URLS_KEY = ""
+# False: the last worker to close a finished Redis crawl deletes its keys (scrapy forget).
+SCHEDULER_PERSIST = True
 # Redis crawls: pushed seeds are read this often (seconds).
 SEEDS_POLL_INTERVAL = 5.0
 # An idle Redis worker waits this long (seconds) for more work before closing.

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from crawling import REPO
+from projects import ADDON_LINE, scrapy, start_project
 from testweb import Site, TestWeb
 
 from crawler.store.files import LocalStore, iter_records
@@ -39,22 +36,7 @@ ROBOTS = "User-agent: *\nDisallow: /p/3.html\n"
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """``scrapy startproject shop`` with the add-on line and one spider of its own."""
-    subprocess.run([sys.executable, "-m", "scrapy", "startproject", "shop", str(tmp_path / "shop")],
-                   check=True, capture_output=True, cwd=tmp_path)
-    root = tmp_path / "shop"
-    with (root / "shop" / "settings.py").open("a", encoding="utf-8") as settings:
-        settings.write('\nADDONS = {"crawler.addon.PoliteCrawler": 0}\nURLLENGTH_LIMIT = 1000\n')
-    (root / "shop" / "spiders" / "pages.py").write_text(SPIDER, encoding="utf-8")
-    return root
-
-
-def scrapy(project: Path, *args: str, env: dict[str, str] | None = None,
-           timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    environment = dict(os.environ if env is None else env)
-    environment["PYTHONPATH"] = ":".join(filter(None, [environment.get("PYTHONPATH"), str(REPO)]))
-    return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=project, capture_output=True,
-                          text=True, timeout=timeout, env=environment, check=False)
+    return start_project(tmp_path, SPIDER, ADDON_LINE, "URLLENGTH_LIMIT = 1000")
 
 
 def test_scrapy_settings_shows_the_addon_defaults_and_the_project_still_wins(project):

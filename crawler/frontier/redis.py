@@ -24,10 +24,8 @@ import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from redis import Redis
-from scrapy.settings import BaseSettings
 
 from crawler.frontier.embedded import Claim, Entry
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
@@ -621,16 +619,9 @@ class ShardedRedisFrontier:
         return f"Redis, {len(self.shards)} shards, keys {self.shards[0].prefix}*"
 
 
-def first_redis(settings: BaseSettings, **options: Any) -> Redis:
-    """A client of the first server of ``REDIS_URL``: where the crawl-wide state that is
-    not sharded by host lives (pushed seeds, the robots.txt cache, the content index)."""
-    return Redis.from_url(settings.get("REDIS_URL").split(",")[0].strip(), **options)
-
-
-def open_redis_frontier(urls: str, crawl_id: str, **options: object) -> RedisFrontier | ShardedRedisFrontier:
-    """The frontier of ``REDIS_URL``: one Redis URL, or several separated by commas
-    (shards; every worker must list the same ones in the same order)."""
-    clients = [Redis.from_url(url.strip(), socket_timeout=10, socket_connect_timeout=5)
-               for url in urls.split(",") if url.strip()]
+def open_redis_frontier(clients: list[Redis], crawl_id: str,
+                        **options: object) -> RedisFrontier | ShardedRedisFrontier:
+    """The frontier on ``clients``: one Redis, or several shards (every worker must list
+    the same ones in the same order; see :func:`crawler.frontier.connection.redis_clients`)."""
     shards = [RedisFrontier(client, crawl_id, **options) for client in clients]
     return shards[0] if len(shards) == 1 else ShardedRedisFrontier(shards)

@@ -20,6 +20,7 @@ from twisted.internet.task import LoopingCall
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.frontier.codec import request_from_json, request_to_json
+from crawler.frontier.connection import redis_clients, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of, fresh_crawl_command
 from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels, parse_retry_after
@@ -67,9 +68,10 @@ class FrontierScheduler(BaseScheduler):
     """
 
     def __init__(self, crawler: Crawler, frontier: Frontier, levels: PriorityLevels,
-                 commit_interval: float, crawl_id: str = "") -> None:
+                 commit_interval: float, crawl_id: str = "", persist: bool = True) -> None:
         self.crawler = crawler
         self.crawl_id = crawl_id
+        self.persist = persist
         self.frontier = frontier
         self.levels = levels
         self.commit_interval = commit_interval
@@ -118,9 +120,9 @@ class FrontierScheduler(BaseScheduler):
             "hold_new_hosts": s.getbool("POLITENESS_PER_IP", defaults.POLITENESS_PER_IP),
         }
         frontier: Frontier
-        if s.get("REDIS_URL"):
+        if uses_redis(s):
             frontier = open_redis_frontier(
-                s.get("REDIS_URL"), crawl_id,
+                redis_clients(s), crawl_id,
                 expected_urls=s.getint("SEEN_SET_EXPECTED_URLS", defaults.SEEN_SET_EXPECTED_URLS),
                 seen_set=s.get("SEEN_SET", defaults.SEEN_SET),
                 bloom_error=s.getfloat("SEEN_SET_ERROR_RATE", defaults.SEEN_SET_ERROR_RATE), **common)
@@ -134,7 +136,8 @@ class FrontierScheduler(BaseScheduler):
                            "AUTOTHROTTLE_ENABLED = False, or Scrapy adds delays of its own.")
         logger.info("Crawl id %s, frontier state: %s", crawl_id, frontier.describe())
         return cls(crawler, frontier, levels, s.getfloat(
-            "FRONTIER_COMMIT_INTERVAL", defaults.FRONTIER_COMMIT_INTERVAL), crawl_id)
+            "FRONTIER_COMMIT_INTERVAL", defaults.FRONTIER_COMMIT_INTERVAL), crawl_id,
+            s.getbool("SCHEDULER_PERSIST", defaults.SCHEDULER_PERSIST))
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -176,7 +179,18 @@ class FrontierScheduler(BaseScheduler):
         if self._outbox:
             logger.error("%d frontier steps could not reach Redis; their URLs will be fetched "
                          "again once their leases expire", len(self._outbox))
+        if isinstance(self.frontier, RedisFrontier | ShardedRedisFrontier) and not self.persist:
+            self._forget_if_finished()
         self.frontier.close()
+
+    def _forget_if_finished(self) -> None:
+        """``SCHEDULER_PERSIST = False``: a finished crawl's keys go with its last worker."""
+        try:
+            if not self.frontier.has_pending():
+                logger.info("Crawl %s finished: %d keys deleted (SCHEDULER_PERSIST = False)",
+                            self.crawl_id, self.frontier.forget())
+        except RedisError as error:
+            logger.warning("Could not delete the finished crawl's keys: %s", error)
 
     # ---------------------------------------------------------------- Redis outages
 

@@ -13,8 +13,8 @@ from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.dedup.fingerprints import content_fingerprints
 from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIndex
+from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
-from crawler.frontier.redis import first_redis
 from crawler.items import Page
 from crawler.urls.keys import url_host
 
@@ -60,8 +60,8 @@ class ContentSeenMiddleware:
         s = crawler.settings
         max_distance = s.getint("SIMHASH_MAX_DISTANCE", defaults.SIMHASH_MAX_DISTANCE)
         index: ContentIndex | None = None
-        if s.get("REDIS_URL"):
-            index = RedisContentIndex(first_redis(s, socket_timeout=10, socket_connect_timeout=5),
+        if uses_redis(s):
+            index = RedisContentIndex(first_redis(s),
                                       crawl_id_of(crawler), max_distance)
         middleware = cls(crawler.stats, max_distance,
                          s.getint("SIMHASH_MIN_WORDS", defaults.SIMHASH_MIN_WORDS), index)

@@ -16,8 +16,8 @@ from twisted.internet.defer import Deferred
 
 from crawler import defaults
 from crawler import signals as crawler_signals
+from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
-from crawler.frontier.redis import first_redis
 from crawler.robots.cache import RobotsCachePolicy, RobotsEntry, SharedRobotsCache
 from crawler.robots.rules import ROBOTS_MAX_BYTES, RobotsRules, product_token
 
@@ -105,7 +105,7 @@ class RobotsMiddleware:
             s.getbool("SITEMAP_FOLLOW", defaults.SITEMAP_FOLLOW),
         )
         crawler.signals.connect(middleware._bytes_received, signal=signals.bytes_received)
-        if s.get("REDIS_URL"):
+        if uses_redis(s):
             crawl_id = crawl_id_of(crawler)
             middleware.shared = SharedRobotsCache(first_redis(s, socket_timeout=5),
                                                   f"crawl:{{{crawl_id}}}:robots:")

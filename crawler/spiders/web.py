@@ -23,8 +23,8 @@ from twisted.internet.task import LoopingCall
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.extract.page import HREFS, page_from_response
+from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
-from crawler.frontier.redis import first_redis
 from crawler.items import Page
 from crawler.urls.keys import registered_domain, url_host
 from crawler.urls.links import SCOPES, LinkFollower, Scope
@@ -94,7 +94,7 @@ def check_arguments(
     raises :class:`ArgumentError` before anything is fetched."""
     normalize = UrlNormalizer(settings.get("URL_DROP_PARAMS", defaults.URL_DROP_PARAMS))
     # A worker of a Redis crawl may start without seeds: they can be pushed later.
-    seed_urls = [] if not seeds and settings.get("REDIS_URL") else parse_seeds(seeds, normalize)
+    seed_urls = [] if not seeds and uses_redis(settings) else parse_seeds(seeds, normalize)
     scope = scope or settings.get("CRAWL_SCOPE", defaults.CRAWL_SCOPE)
     if scope not in SCOPES:
         raise ArgumentError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
@@ -110,8 +110,8 @@ def check_arguments(
 
 
 class PushedSeeds:
-    """Seeds pushed into Redis while a crawl runs: the JSON list ``crawl:{<CRAWL_ID>}:seeds``
-    (items: URL strings), as scrapy-redis's ``start_urls`` key. Polled every
+    """Seeds pushed into Redis while a crawl runs: the list ``crawl:{<CRAWL_ID>}:seeds``
+    (items: URLs, plain or as JSON strings), or scrapy-redis's ``REDIS_START_URLS_KEY``. Polled every
     ``SEEDS_POLL_INTERVAL`` seconds; an idle worker waits ``SCHEDULER_IDLE_BEFORE_CLOSE``
     seconds for more work (pushed seeds, or URLs other workers find) before it closes."""
 
@@ -128,7 +128,9 @@ class PushedSeeds:
     @classmethod
     def from_crawler(cls, crawler: Crawler, spider: WebSpider) -> PushedSeeds:
         s = crawler.settings
-        seeds = cls(spider, first_redis(s), f"crawl:{{{crawl_id_of(crawler, spider)}}}:seeds",
+        key = s.get("REDIS_START_URLS_KEY", defaults.REDIS_START_URLS_KEY)
+        key = key % {"name": spider.name} if key else f"crawl:{{{crawl_id_of(crawler, spider)}}}:seeds"
+        seeds = cls(spider, first_redis(s), key,
                     s.getfloat("SEEDS_POLL_INTERVAL", defaults.SEEDS_POLL_INTERVAL),
                     s.getfloat("SCHEDULER_IDLE_BEFORE_CLOSE", defaults.SCHEDULER_IDLE_BEFORE_CLOSE))
         crawler.signals.connect(seeds.spider_opened, signal=signals.spider_opened)
@@ -207,7 +209,7 @@ class WebSpider(scrapy.Spider):
         spider._configure(crawler)
         if crawler.settings.getbool("SITEMAP_FOLLOW", defaults.SITEMAP_FOLLOW):
             crawler.signals.connect(spider.sitemaps_found, signal=crawler_signals.sitemaps_found)
-        if crawler.settings.get("REDIS_URL"):
+        if uses_redis(crawler.settings):
             spider.pushed_seeds = PushedSeeds.from_crawler(crawler, spider)
         return spider
 

@@ -1,0 +1,36 @@
+"""Redis clients from settings, as scrapy-redis users know them."""
+
+from __future__ import annotations
+
+from scrapy.settings import Settings
+
+from crawler.frontier.connection import first_redis, redis_clients, uses_redis
+
+
+def kwargs(client) -> dict:
+    return client.connection_pool.connection_kwargs
+
+
+def test_no_server_set_means_the_embedded_frontier():
+    assert not uses_redis(Settings())
+    assert uses_redis(Settings({"REDIS_URL": "redis://127.0.0.1:6390/0"}))
+    assert uses_redis(Settings({"REDIS_HOST": "127.0.0.1"}))
+
+
+def test_redis_params_win_as_in_scrapy_redis():
+    settings = Settings({"REDIS_URL": "redis://127.0.0.1:6390/2", "REDIS_PARAMS": {"socket_timeout": 20}})
+    client = first_redis(settings)
+    assert kwargs(client)["socket_timeout"] == 20
+    assert kwargs(client)["db"] == 2
+    assert kwargs(client)["socket_connect_timeout"] == 5  # ours, where REDIS_PARAMS is silent
+
+
+def test_redis_host_and_port_are_read_as_scrapy_redis_reads_them():
+    client = first_redis(Settings({"REDIS_HOST": "127.0.0.1", "REDIS_PORT": 6391, "REDIS_DB": 3}))
+    assert (kwargs(client)["host"], kwargs(client)["port"], kwargs(client)["db"]) == ("127.0.0.1", 6391, 3)
+    assert not kwargs(client).get("decode_responses")  # the frontier's state is bytes
+
+
+def test_a_comma_list_of_urls_gives_one_client_per_shard_in_order():
+    clients = redis_clients(Settings({"REDIS_URL": "redis://127.0.0.1:6392/0, redis://127.0.0.1:6393/0"}))
+    assert [kwargs(c)["port"] for c in clients] == [6392, 6393]
