@@ -16,6 +16,7 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 
 from crawler import defaults
+from crawler.config import check_settings
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -66,6 +67,8 @@ class PoliteCrawler:
         for name, components in COMPONENTS.items():
             for path, order in components.items():
                 settings.setdefault_in_component_priority_dict(name, load_object(path), order)
+        # A script or a runner that skips the crawl command gets the same plain message.
+        check_settings(settings)
 
     @staticmethod
     def _take_over_download_delay(settings: BaseSettings) -> None:

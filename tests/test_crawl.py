@@ -144,3 +144,13 @@ def test_a_capped_crawl_resumed_without_the_cap_stores_every_page_once(crawl, tm
     assert first.returncode == 0 and second.returncode == 0, second.log[-3000:]
     stored = Counter(r["url"] for r in second.records)
     assert set(stored) == expected and max(stored.values()) == 1
+
+
+def test_a_bad_setting_stops_the_crawl_naming_it(crawl, tmp_path):
+    with TestWeb([Site("a.test", pages=3)]) as web:
+        result = crawl(web, tmp_path, "seeds=" + web.url("a.test"), POLITENESS_MIN_DELAY="fast")
+        hits = web.hits()
+    assert result.returncode == 2, result.log[-2000:]
+    assert "POLITENESS_MIN_DELAY = 'fast': must be a number >= 0" in result.log
+    assert "Traceback" not in result.log and "Engine slot" not in result.log
+    assert hits == []

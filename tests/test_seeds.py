@@ -55,3 +55,13 @@ def test_scope_and_max_pages_are_checked():
 def test_a_long_comma_list_is_not_mistaken_for_a_file_name():
     seeds = ",".join(f"http://w{i:03d}.test:1234/" for i in range(500))
     assert len(parse_seeds(seeds, normalize_url)) == 500
+
+
+def test_a_missing_seed_file_is_named_as_a_missing_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for value in ("seeds.txt", "./lists/urls", "/no/such/seeds.csv"):
+        with pytest.raises(ArgumentError, match=r"seed file .* does not exist") as error:
+            parse_seeds(value, normalize_url)
+        assert "did you mean" not in str(error.value)
+    with pytest.raises(ArgumentError, match="did you mean http://example.com/a"):
+        parse_seeds("example.com/a", normalize_url)

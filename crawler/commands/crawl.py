@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
+from crawler.config import SettingError, check_settings
 from crawler.spiders.web import ArgumentError, WebSpider, check_arguments
 
 if TYPE_CHECKING:
@@ -14,11 +15,15 @@ if TYPE_CHECKING:
 
 
 class Command(ScrapyCrawlCommand):
-    """Scrapy's ``crawl``, checking a :class:`WebSpider`'s seeds, scope and page cap
-    before the crawl starts, so a bad seed is reported as a usage error rather than a
-    traceback. Enabled by ``COMMANDS_MODULE = "crawler.commands"``."""
+    """Scrapy's ``crawl``, checking the settings and a :class:`WebSpider`'s seeds, scope
+    and page cap before the crawl starts, so a bad value is reported as a usage error
+    naming it rather than a traceback. Registered by the package's entry point."""
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        try:
+            check_settings(self.settings)
+        except SettingError as e:
+            raise UsageError(str(e), print_help=False) from None
         if len(args) == 1 and self.crawler_process is not None:
             spidercls = self.crawler_process.spider_loader.load(args[0])
             if issubclass(spidercls, WebSpider):

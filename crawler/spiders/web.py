@@ -46,12 +46,24 @@ class ArgumentError(ValueError):
 def _seed_problem(raw: str, normalized: str | None) -> str | None:
     if normalized is not None:
         return None
+    if _names_a_file(raw):
+        return "a file name, but seed files go alone: -a seeds=FILE"
     if "://" not in raw and ":" not in raw.split("/")[0]:
         return f"no scheme: did you mean http://{raw} ?" if "." in raw else "not a URL or a file"
     scheme = raw.split(":", 1)[0].lower()
     if scheme not in ("http", "https"):
         return f"scheme {scheme!r} is not http or https"
     return "not a valid http(s) URL (bad host or port)"
+
+
+# Suffixes of seed files; no top-level domain is spelled so.
+SEED_FILE_SUFFIXES = (".txt", ".csv", ".tsv", ".lst", ".list", ".urls", ".seeds")
+
+
+def _names_a_file(value: str) -> bool:
+    """A single argument that is meant as a seed file, not a URL: a path or a file name."""
+    return "," not in value and ":" not in value and (
+        value.startswith(("/", "./", "../", "~")) or Path(value).suffix.lower() in SEED_FILE_SUFFIXES)
 
 
 def parse_seeds(value: str | list[str] | None, normalize: UrlNormalizer) -> list[str]:
@@ -63,6 +75,8 @@ def parse_seeds(value: str | list[str] | None, normalize: UrlNormalizer) -> list
         if "://" not in value and Path(value).is_file():
             lines = Path(value).read_text(encoding="utf-8").splitlines()
             raw = [line.split("#", 1)[0].strip() for line in lines]
+        elif _names_a_file(value):
+            raise ArgumentError(f"seed file {value!r} does not exist (looked for {Path(value).resolve()})")
         else:
             raw = [part.strip() for part in value.split(",")]
     else:

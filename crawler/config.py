@@ -1,0 +1,71 @@
+"""The check of the crawler's settings before a crawl starts.
+
+A bad ``-s`` value (``POLITENESS_MIN_DELAY=fast``) would otherwise surface as an
+exception deep in a component's ``from_crawler`` and Scrapy's "Engine slot not
+assigned"; here every setting of :mod:`crawler.defaults` is read with the getter its
+default's type implies, so the message names the setting, the value and what it takes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from crawler import defaults
+from crawler.urls.links import SCOPES
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy.settings import BaseSettings
+
+# Settings that take one of a few words.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "CRAWL_SCOPE": SCOPES,
+    "SEEN_SET": ("exact", "bloom"),
+}
+
+
+class SettingError(ValueError):
+    """One or more settings cannot be used; the message names each one."""
+
+
+def _getter(settings: BaseSettings, default: Any) -> tuple[Callable[[str], Any], str] | None:
+    if isinstance(default, bool):
+        return settings.getbool, "true or false"
+    if isinstance(default, int):
+        return settings.getint, "a whole number >= 0"
+    if isinstance(default, float):
+        return settings.getfloat, "a number >= 0"
+    if isinstance(default, list):
+        return settings.getlist, "a list"
+    return None
+
+
+def setting_problems(settings: BaseSettings) -> list[str]:
+    """One line per setting of ours whose value its components cannot use."""
+    problems = []
+    for name in (n for n in vars(defaults) if n.isupper()):
+        value = settings.get(name)
+        if value is None:
+            continue
+        default = getattr(defaults, name)
+        getter = _getter(settings, default)
+        if getter is not None:
+            read, kind = getter
+            try:
+                number = read(name)
+            except (TypeError, ValueError):
+                problems.append(f"  {name} = {value!r}: must be {kind}")
+                continue
+            if isinstance(number, int | float) and not isinstance(number, bool) and number < 0:
+                problems.append(f"  {name} = {value!r}: must be {kind}")
+        elif name in CHOICES and value not in CHOICES[name]:
+            problems.append(f"  {name} = {value!r}: must be one of {', '.join(CHOICES[name])}")
+    return problems
+
+
+def check_settings(settings: BaseSettings) -> None:
+    """Raise :class:`SettingError` naming every setting that cannot be used."""
+    problems = setting_problems(settings)
+    if problems:
+        raise SettingError("bad setting(s), nothing was fetched:\n" + "\n".join(problems))

@@ -1,0 +1,42 @@
+"""Settings are checked before a crawl starts: a bad value is named, never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+from scrapy.settings import Settings
+
+from crawler.addon import PoliteCrawler
+from crawler.config import SettingError, check_settings, setting_problems
+
+
+def test_defaults_pass_the_check():
+    settings = Settings()
+    PoliteCrawler().update_settings(settings)
+    assert setting_problems(settings) == []
+
+
+@pytest.mark.parametrize(("name", "value", "expected"), [
+    ("POLITENESS_MIN_DELAY", "fast", "POLITENESS_MIN_DELAY = 'fast': must be a number >= 0"),
+    ("POLITENESS_MIN_DELAY", "-1", "must be a number >= 0"),
+    ("DEPTH_LIMIT", "1.5", "DEPTH_LIMIT = '1.5': must be a whole number >= 0"),
+    ("POLITENESS_PER_IP", "maybe", "POLITENESS_PER_IP = 'maybe': must be true or false"),
+    ("SEEN_SET", "cuckoo", "SEEN_SET = 'cuckoo': must be one of exact, bloom"),
+    ("CRAWL_SCOPE", "planet", "must be one of host, domain, all"),
+])
+def test_a_bad_value_is_named_with_what_it_takes(name, value, expected):
+    settings = Settings({name: value})
+    with pytest.raises(SettingError) as error:
+        check_settings(settings)
+    assert expected in str(error.value)
+
+
+def test_every_bad_setting_is_named_at_once():
+    problems = setting_problems(Settings({"FRONTIER_LEASE_SECONDS": "x", "HOST_PAGE_BUDGET": "y"}))
+    assert [p.split("=")[0].strip() for p in problems] == ["HOST_PAGE_BUDGET", "FRONTIER_LEASE_SECONDS"]
+
+
+def test_the_add_on_refuses_a_bad_value():
+    settings = Settings()
+    settings.set("FRONTIER_COMMIT_INTERVAL", "soon", priority="cmdline")
+    with pytest.raises(SettingError, match="FRONTIER_COMMIT_INTERVAL"):
+        PoliteCrawler().update_settings(settings)
