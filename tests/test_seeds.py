@@ -63,5 +63,16 @@ def test_a_missing_seed_file_is_named_as_a_missing_file(tmp_path, monkeypatch):
         with pytest.raises(ArgumentError, match=r"seed file .* does not exist") as error:
             parse_seeds(value, normalize_url)
         assert "did you mean" not in str(error.value)
-    with pytest.raises(ArgumentError, match="did you mean http://example.com/a"):
+    with pytest.raises(ArgumentError, match=r"did you mean http://example\.com/a"):
         parse_seeds("example.com/a", normalize_url)
+
+
+def test_crawl_help_lists_the_spider_arguments():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "-h"], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    for name in ("seeds", "scope", "max_pages"):
+        assert f"-a {name}=..." in done.stdout

@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import argparse
 
+from scrapy.commands import ScrapyHelpFormatter
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
 from crawler.config import SettingError, check_settings
 from crawler.spiders.web import ArgumentError, WebSpider, check_arguments
 
-if TYPE_CHECKING:
-    import argparse
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, ScrapyHelpFormatter):
+    """Scrapy's help layout, with the description's lines kept as written."""
 
 
 class Command(ScrapyCrawlCommand):
     """Scrapy's ``crawl``, checking the settings and a :class:`WebSpider`'s seeds, scope
     and page cap before the crawl starts, so a bad value is reported as a usage error
     naming it rather than a traceback. Registered by the package's entry point."""
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.formatter_class = _HelpFormatter
+
+    def long_desc(self) -> str:
+        lines = [f"  -a {name + '=...':<14}{text}" for name, text in WebSpider.arguments.items()]
+        return (f"{super().long_desc()}\n\nArguments of the {WebSpider.name!r} spider:\n"
+                + "\n".join(lines))
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         try:

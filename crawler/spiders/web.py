@@ -200,6 +200,13 @@ class WebSpider(scrapy.Spider):
     """
 
     name = "web"
+    # Its -a arguments, as `scrapy crawl -h` lists them.
+    arguments = {
+        "seeds": "URL[,URL...] or a file of URLs, one per line (# comments)",
+        "scope": "host (the seeds' hosts, default), domain (their registered domains) or all;"
+                 " setting CRAWL_SCOPE",
+        "max_pages": "stop after this many pages are stored (0: no cap); setting CRAWL_MAX_PAGES",
+    }
     # It yields its own Page items: PageCaptureMiddleware leaves its responses alone.
     yields_pages = True
 
