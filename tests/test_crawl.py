@@ -127,6 +127,9 @@ def test_scrapy_page_prints_a_stored_page(crawl, tmp_path):
     meta = page(url.replace("a.test", "A.Test") + "#top")  # any spelling of the URL
     assert meta.returncode == 0, meta.stderr
     assert json.loads(meta.stdout)["url"] == url
+    # ...normalised as the crawl normalises, URL_DROP_PARAMS included.
+    dropped = page(url + "?ref=mail", "-s", "URL_DROP_PARAMS=^ref$")
+    assert dropped.returncode == 0 and json.loads(dropped.stdout)["url"] == url, dropped.stderr
     text = page("--text", url)
     stored = next(r for r in result.records if r["url"] == url)
     assert text.stdout.strip() and stored["content_sha256"] == hashlib.sha256(

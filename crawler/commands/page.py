@@ -12,7 +12,7 @@ from scrapy.exceptions import UsageError
 from crawler.paths import data_path
 from crawler.store.files import open_store
 from crawler.store.warc import find_record, read_page
-from crawler.urls.normalize import normalize_url
+from crawler.urls.normalize import UrlNormalizer
 
 if TYPE_CHECKING:
     import argparse
@@ -41,7 +41,7 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError("give one URL")
-        url = normalize_url(args[0])
+        url = UrlNormalizer.from_settings(self.settings)(args[0])
         if url is None:
             raise UsageError(f"not an http(s) URL: {args[0]!r}")
         store = open_store(data_path(self.settings, "STORE_URI"))

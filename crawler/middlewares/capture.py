@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 from scrapy.http import HtmlResponse
 from twisted.python.failure import Failure
 
-from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.extract.page import HREFS, page_from_response
 from crawler.urls.normalize import UrlNormalizer
@@ -35,7 +34,7 @@ class PageCaptureMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageCaptureMiddleware:
-        return cls(crawler, UrlNormalizer(crawler.settings.get("URL_DROP_PARAMS", defaults.URL_DROP_PARAMS)))
+        return cls(crawler, UrlNormalizer.from_settings(crawler.settings))
 
     def process_spider_input(self, response: Response) -> None:
         if getattr(self.crawler.spider, "yields_pages", False) or not isinstance(response, HtmlResponse):

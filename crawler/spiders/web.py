@@ -106,7 +106,7 @@ def check_arguments(
 ) -> tuple[list[str], str, int]:
     """(normalised seeds, scope, page cap) from the spider's arguments and settings;
     raises :class:`ArgumentError` before anything is fetched."""
-    normalize = UrlNormalizer(settings.get("URL_DROP_PARAMS", defaults.URL_DROP_PARAMS))
+    normalize = UrlNormalizer.from_settings(settings)
     # A worker of a Redis crawl may start without seeds: they can be pushed later.
     seed_urls = [] if not seeds and uses_redis(settings) else parse_seeds(seeds, normalize)
     scope = scope or settings.get("CRAWL_SCOPE", defaults.CRAWL_SCOPE)
@@ -239,7 +239,7 @@ class WebSpider(scrapy.Spider):
         self.seed_urls, scope, self.max_pages = check_arguments(
             self._seeds_arg, self._scope_arg, self._max_pages_arg, settings
         )
-        normalize = UrlNormalizer(settings.get("URL_DROP_PARAMS", defaults.URL_DROP_PARAMS))
+        normalize = UrlNormalizer.from_settings(settings)
         self._normalize = normalize
         self.depth_limit = settings.getint("DEPTH_LIMIT")
         self.scope = scope

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import unquote
 
 import idna
@@ -420,6 +421,11 @@ class UrlNormalizer:
         else:
             pattern = re.compile(drop_params, re.IGNORECASE)
         self._drop = pattern.fullmatch
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> UrlNormalizer:
+        """The normaliser a crawl with these (Scrapy) settings uses: ``URL_DROP_PARAMS``."""
+        return cls(settings.get("URL_DROP_PARAMS", DEFAULT_DROP_PARAMS))
 
     def __call__(self, url: str, base: str | None = None) -> str | None:
         """Return the normal form of ``url`` resolved against ``base``, or None."""
