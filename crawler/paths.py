@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -24,3 +25,10 @@ def data_path(settings: BaseSettings, name: str) -> str:
     if not data_dir or urlsplit(value).scheme or os.path.isabs(value):
         return value
     return os.path.join(data_dir, value)
+
+
+def embedded_frontier_path(settings: BaseSettings, crawl_id: str) -> Path:
+    """Where the embedded frontier of crawl ``crawl_id`` keeps its state: Scrapy's
+    ``JOBDIR`` when set, else ``FRONTIER_DIR/<crawl id>``; the file is ``frontier.sqlite``."""
+    directory = settings.get("JOBDIR") or Path(data_path(settings, "FRONTIER_DIR")) / crawl_id
+    return Path(directory) / "frontier.sqlite"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 
+from crawling import crawl_command
 from testweb import Site, TestWeb
 
 from crawler.frontier.crawl_id import derive_crawl_id, fresh_crawl_command
@@ -68,3 +69,28 @@ def test_jobdir_names_the_crawl_and_holds_its_state(crawl, tmp_path):
     assert result.returncode == 0, result.log[-3000:]
     assert (tmp_path / "job-7" / "frontier.sqlite").exists()
     assert "Crawl id job-7" in result.log
+
+
+def test_crawlstats_reads_an_embedded_crawl(crawl, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    with TestWeb([Site("a.test", pages=5)]) as web:
+        result = crawl(web, tmp_path, "seeds=" + web.url("a.test"), ROBOTSTXT_OBEY=False, CRAWL_ID="docs")
+        _, env = crawl_command(web, tmp_path)
+    assert result.returncode == 0, result.log[-3000:]
+
+    def crawlstats(crawl_id: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "scrapy", "crawlstats", crawl_id, "-s",
+                               f"FRONTIER_DIR={tmp_path / 'state'}"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60, check=False)
+
+    done = crawlstats("docs")
+    assert done.returncode == 0, done.stderr
+    counts = json.loads(done.stdout)
+    assert counts["done"] == len(result.records) == 5
+    assert counts["queued"] == counts["leased"] == 0 and counts["hosts"] == 1
+    unknown = crawlstats("nope")
+    assert unknown.returncode == 2
+    assert "no crawl 'nope'" in unknown.stderr and "crawls there: docs" in unknown.stderr

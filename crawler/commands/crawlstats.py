@@ -1,4 +1,4 @@
-"""``scrapy crawlstats CRAWL_ID``: a Redis crawl's counters, read while it runs."""
+"""``scrapy crawlstats CRAWL_ID``: a crawl's frontier counts, read while it runs or after."""
 
 from __future__ import annotations
 
@@ -7,16 +7,36 @@ import time
 from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
 
 from crawler.commands import redis_crawl
+from crawler.frontier.connection import uses_redis
+from crawler.frontier.embedded import read_counts
+from crawler.paths import embedded_frontier_path
 
 if TYPE_CHECKING:
     import argparse
 
+    from scrapy.settings import BaseSettings
+
+
+def embedded_counts(args: list[str], settings: BaseSettings) -> dict[str, int]:
+    """The counts of an embedded crawl's state under ``FRONTIER_DIR`` (or ``JOBDIR``)."""
+    if len(args) != 1:
+        raise UsageError("give one crawl id")
+    path = embedded_frontier_path(settings, args[0])
+    if not path.is_file():
+        known = sorted(p.parent.name for p in path.parent.parent.glob("*/frontier.sqlite"))
+        raise UsageError(f"no crawl {args[0]!r} in {path.parent.parent}"
+                         + (f"; crawls there: {', '.join(known)}" if known else ""), print_help=False)
+    return read_counts(path)
+
 
 class Command(ScrapyCommand):
-    """Prints the crawl-wide counters of a Redis crawl as JSON: fetched, failed, stored,
-    queued, leased, seen, dropped/*, backoffs, leases/expired, ready hosts."""
+    """Prints a crawl's frontier counts as JSON. Embedded (the default): URLs seen,
+    queued, leased, done, hosts, hosts/active, from its state file. Redis (``REDIS_URL``):
+    the crawl-wide counters (fetched, failed, stored, queued, leased, seen, dropped/*,
+    backoffs, leases/expired) and gauges (ready hosts)."""
 
     requires_project = False
     default_settings = {"LOG_ENABLED": False}
@@ -25,8 +45,12 @@ class Command(ScrapyCommand):
         return "<crawl id>"
 
     def short_desc(self) -> str:
-        return "Print a Redis crawl's counters"
+        return "Print a crawl's frontier counts (embedded or Redis)"
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        _, frontier = redis_crawl(args, self.settings)
-        print(json.dumps({**frontier.counters, **frontier.gauges(time.time())}, indent=2, sort_keys=True))
+        if uses_redis(self.settings):
+            _, frontier = redis_crawl(args, self.settings)
+            counts = {**frontier.counters, **frontier.gauges(time.time())}
+        else:
+            counts = embedded_counts(args, self.settings)
+        print(json.dumps(counts, indent=2, sort_keys=True))

@@ -451,3 +451,26 @@ class EmbeddedFrontier:
         if self._lock is not None:
             self._lock.close()  # releases the lock
 
+
+
+def read_counts(path: str | Path) -> dict[str, int]:
+    """Counts of an embedded frontier's state file, read-only, while its crawl runs or
+    after: URLs seen, queued, leased (in flight, or left by a run that died) and done,
+    and hosts known and with URLs queued. Counters kept in memory (dropped/*) are in
+    the crawl's own stats, not here."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        by_state = dict(db.execute("SELECT state, count(*) FROM urls GROUP BY state").fetchall())
+        hosts = db.execute("SELECT count(*) FROM hosts").fetchone()[0]
+        active = db.execute("SELECT count(DISTINCT host_id) FROM urls WHERE state = ?",
+                            (QUEUED,)).fetchone()[0]
+    finally:
+        db.close()
+    return {
+        "seen": sum(by_state.values()),
+        "queued": by_state.get(QUEUED, 0),
+        "leased": by_state.get(LEASED, 0),
+        "done": by_state.get(DONE, 0),
+        "hosts": hosts,
+        "hosts/active": active,
+    }

@@ -7,7 +7,6 @@ import logging
 import sys
 import time
 from collections import deque
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from redis import RedisError
@@ -26,7 +25,7 @@ from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels, parse_retry_after
 from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, open_redis_frontier
 from crawler.items import Page
-from crawler.paths import data_path
+from crawler.paths import embedded_frontier_path
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -127,10 +126,9 @@ class FrontierScheduler(BaseScheduler):
                 seen_set=s.get("SEEN_SET", defaults.SEEN_SET),
                 bloom_error=s.getfloat("SEEN_SET_ERROR_RATE", defaults.SEEN_SET_ERROR_RATE), **common)
         else:
-            directory = s.get("JOBDIR") or Path(data_path(s, "FRONTIER_DIR")) / crawl_id
-            path = Path(directory) / "frontier.sqlite"
             frontier = EmbeddedFrontier(
-                path, cache_kib=s.getint("FRONTIER_CACHE_KIB", defaults.FRONTIER_CACHE_KIB), **common)
+                embedded_frontier_path(s, crawl_id),
+                cache_kib=s.getint("FRONTIER_CACHE_KIB", defaults.FRONTIER_CACHE_KIB), **common)
         if s.getfloat("DOWNLOAD_DELAY") or s.getbool("AUTOTHROTTLE_ENABLED"):
             logger.warning("FrontierScheduler keeps politeness itself: set DOWNLOAD_DELAY = 0 and "
                            "AUTOTHROTTLE_ENABLED = False, or Scrapy adds delays of its own.")
