@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
+
+
+def base64_text(data: bytes) -> str:
+    """A page's bytes as feeds can carry them (JSON, CSV, XML): base64, ASCII."""
+    return base64.b64encode(data).decode("ascii")
 
 
 @dataclass
@@ -12,14 +18,15 @@ class Page:
     The spider fills what the response tells; ``ContentSeenMiddleware`` adds the
     content fingerprints and ``duplicate_of`` (``ContentHashPipeline`` the
     fingerprints alone, where that middleware is off); ``PageStorePipeline`` writes
-    it and adds ``stored`` (its record, with where its bytes are).
+    it and adds ``stored`` (its record, with where its bytes are). In feed exports
+    (``-o pages.jsonl``) ``html`` is base64 text.
     """
 
     url: str
     status: int
     fetched_at: float  # seconds since the epoch, UTC
     depth: int
-    html: bytes
+    html: bytes = field(metadata={"serializer": base64_text})
     text: str
     title: str = ""
     content_type: str = ""

@@ -157,3 +157,17 @@ def test_a_bad_setting_stops_the_crawl_naming_it(crawl, tmp_path):
     assert "POLITENESS_MIN_DELAY = 'fast': must be a number >= 0" in result.log
     assert "Traceback" not in result.log and "Engine slot" not in result.log
     assert hits == []
+
+
+def test_pages_export_through_a_feed_with_their_html_as_base64(crawl, tmp_path):
+    import base64
+    import json
+
+    with TestWeb([Site("a.test", pages=3)]) as web:
+        result = crawl(web, tmp_path, "seeds=" + web.url("a.test"), FEEDS=json.dumps(
+            {str(tmp_path / "pages.jsonl"): {"format": "jsonlines"}}))
+    assert result.returncode == 0, result.log[-3000:]
+    assert "Traceback" not in result.log
+    exported = [json.loads(line) for line in (tmp_path / "pages.jsonl").read_text().splitlines()]
+    assert sorted(p["url"] for p in exported) == sorted(r["url"] for r in result.records)
+    assert all(base64.b64decode(p["html"]).lstrip().startswith(b"<") for p in exported)
