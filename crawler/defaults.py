@@ -63,9 +63,8 @@ STORE_ROLL_BYTES = 100 * 1024 * 1024
 STORE_ROLL_SECONDS = 300.0
 # s3:// stores: files are written here first and leave once uploaded.
 STORE_SPOOL_DIR = "crawl-spool"
-# An upload that fails is retried this many times, first after this delay, doubling.
+# S3 requests that fail are retried this many times by botocore (standard mode, up to 20 s apart).
 STORE_UPLOAD_RETRIES = 8
-STORE_UPLOAD_RETRY_DELAY = 1.0
 
 # --- robots.txt (RFC 9309), on with ROBOTSTXT_OBEY ------------------------------
 # Product token matched against robots.txt groups; empty: taken from USER_AGENT.

@@ -25,6 +25,8 @@ from crawler import defaults
 from crawler.paths import data_path
 
 if TYPE_CHECKING:
+    from botocore.awsrequest import AWSRequest
+    from botocore.client import BaseClient
     from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
@@ -37,15 +39,15 @@ class S3Store:
 
     A file is appended to locally (``STORE_SPOOL_DIR``) and uploaded when complete
     (``finish``: at each roll and at close; multipart above 16 MiB) in a thread, so the
-    crawl does not wait. A failed upload is retried ``STORE_UPLOAD_RETRIES`` times with
-    doubling delays; a file that still fails, or that a killed run left behind, stays
+    crawl does not wait. A failed request is retried by botocore (``STORE_UPLOAD_RETRIES``
+    times, its standard mode: transient and throttling errors, jittered exponential
+    delays up to 20 s); a file that still fails, or that a killed run left behind, stays
     in the spool and is uploaded when a crawl next opens the store. A file leaves the
     spool only once S3 has it: no page is lost. Reads (``read_range`` with an HTTP
     Range, ``list``, ``read``) see both S3 and the spool.
     """
 
-    def __init__(self, uri: str, client: object, spool_dir: str | Path, retries: int = 8,
-                 retry_delay: float = 1.0) -> None:
+    def __init__(self, uri: str, client: BaseClient, spool_dir: str | Path) -> None:
         parts = urlsplit(uri)
         if not parts.netloc:
             raise ValueError(f"STORE_URI {uri!r}: no bucket; use s3://bucket/prefix")
@@ -60,12 +62,12 @@ class S3Store:
         self.spool.mkdir(parents=True)
         self._lock = (self.spool / ".lock").open("ab")
         fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        self.retries = retries
-        self.retry_delay = retry_delay
+        client.meta.events.register("request-created.s3", self._count_retry)
         self._uploads: list[Deferred] = []
         self.on_uploaded: Callable[[str], object] = lambda name: None
         self.uploaded = 0
         self.failed = 0
+        self.retried = 0
 
     @classmethod
     def from_settings(cls, uri: str, settings: BaseSettings) -> S3Store:
@@ -79,13 +81,18 @@ class S3Store:
             region_name=settings.get("AWS_REGION_NAME") or None,
             use_ssl=settings.getbool("AWS_USE_SSL", True),
             verify=settings.get("AWS_VERIFY"),
-            config=Config(retries={"max_attempts": 2, "mode": "standard"}),
+            config=Config(retries={"mode": "standard", "total_max_attempts": 1 + settings.getint(
+                "STORE_UPLOAD_RETRIES", defaults.STORE_UPLOAD_RETRIES)}),
         )
-        return cls(
-            uri, client, data_path(settings, "STORE_SPOOL_DIR"),
-            settings.getint("STORE_UPLOAD_RETRIES", defaults.STORE_UPLOAD_RETRIES),
-            settings.getfloat("STORE_UPLOAD_RETRY_DELAY", defaults.STORE_UPLOAD_RETRY_DELAY),
-        )
+        return cls(uri, client, data_path(settings, "STORE_SPOOL_DIR"))
+
+    def _count_retry(self, request: AWSRequest, **kwargs: object) -> None:
+        """botocore's own retries, counted (``store/s3_retries``) and logged."""
+        retries = request.context.get("retries", {})
+        if retries.get("attempt", 1) > 1:
+            self.retried += 1
+            logger.warning("S3 request %s %s retried (attempt %d of %s)", request.method,
+                           urlsplit(request.url).path, retries["attempt"], retries.get("max", "?"))
 
     def key(self, name: str) -> str:
         return f"{self.prefix}/{name}" if self.prefix else name
@@ -128,31 +135,23 @@ class S3Store:
                     shutil.rmtree(directory)
 
     def upload(self, name: str, spool: Path | None = None) -> bool:
-        """Upload one spooled file, retrying with doubling delays; on success it leaves
+        """Upload one spooled file (botocore retries each request); on success it leaves
         the spool. Blocking: runs in a thread."""
         path = (spool or self.spool) / name
-        delay = self.retry_delay
-        for attempt in range(self.retries + 1):
-            try:
-                self.client.upload_file(str(path), self.bucket, self.key(name), Config=_MULTIPART)
-            except (BotoCoreError, ClientError, S3UploadFailedError, OSError) as error:
-                if attempt == self.retries:
-                    self.failed += 1
-                    logger.error("Upload of %s failed %d times (%s); it stays in %s for the next run",
-                                 name, attempt + 1, error, self.spool)
-                    return False
-                logger.warning("Upload of %s failed (%s); retrying in %.1f s", name, error, delay)
-                time.sleep(delay)
-                delay = min(60.0, delay * 2)
-            else:
-                path.unlink()
-                self.uploaded += 1
-                return True
-        return False
+        try:
+            self.client.upload_file(str(path), self.bucket, self.key(name), Config=_MULTIPART)
+        except (BotoCoreError, ClientError, S3UploadFailedError, OSError) as error:
+            self.failed += 1
+            logger.error("Upload of %s failed (%s); it stays in %s for the next run",
+                         name, error, path.parent)
+            return False
+        path.unlink()
+        self.uploaded += 1
+        return True
 
     def counts(self) -> dict[str, int]:
-        """Files uploaded, and files whose upload gave up (left in the spool)."""
-        return {"uploaded_files": self.uploaded, "upload_failures": self.failed}
+        """Files uploaded, files whose upload gave up (left in the spool), S3 requests retried."""
+        return {"uploaded_files": self.uploaded, "upload_failures": self.failed, "s3_retries": self.retried}
 
     async def wait(self) -> None:
         """Until every finished file is uploaded, or has given up and stays spooled;
