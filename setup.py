@@ -12,14 +12,16 @@ setup(
     python_requires=">=3.11",
     install_requires=[
         "scrapy>=2.19,<2.20",
+        "twisted>=23.10",
         "scrapy-redis>=0.9.1,<0.10",
         "protego>=0.7,<0.8",
         "w3lib>=2.5,<3",
         "lxml>=5",
         "tldextract>=5.1,<6",
         "idna>=3.7",
-        "simhash>=2.1.2,<3",
+        "numpy>=1.26",
         "boto3>=1.34,<2",
+        "botocore>=1.34,<2",
         "redis>=5,<9",
         # redis-py parses replies with it when installed: ~2x the pipelined rate here.
         "hiredis>=2",
@@ -27,7 +29,11 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "moto[server]>=5,<6",
-                 "scrapyd>=1.6,<1.7", "scrapyd-client>=2.0.3,<2.1"],
+                 "scrapyd>=1.6,<1.7", "scrapyd-client>=2.0.3,<2.1",
+                 # test_simhash checks our fingerprints against the simhash package's.
+                 "simhash>=2.1.2,<3"],
+        # bench/ compares with these in the same run.
+        "bench": ["simhash>=2.1.2,<3"],
     },
     entry_points={
         # scrapyd and scrapyd-deploy find the project settings here.
