@@ -69,7 +69,9 @@ def test_a_redis_spider_runs_on_the_polite_frontier_with_its_seeds_pushed(tmp_pa
         pages = [h for h in hits if h.path != "/robots.txt"]
         assert len(pages) == len({h.path for h in pages}) == 8  # each once, the forbidden one never
         # The frontier, its seen set and its counters are ours, in that Redis, under the crawl id.
-        assert client.exists("crawl:{shop}:seen") or client.keys("crawl:{shop}:*")
+        counters = {k.decode(): int(v) for k, v in client.hgetall("crawl:{shop}:counters").items()}
+        assert counters["seen"] >= 9 and counters["stored"] == 8, counters
+        assert client.keys("crawl:{shop}:seen:*")
         assert not client.exists("pages:requests")  # scrapy-redis's own queue was not used
     assert "replaces SCHEDULER scrapy_redis.scheduler.Scheduler" in done.stderr
     records = list(iter_records(LocalStore(tmp_path / "store")))
