@@ -119,6 +119,8 @@ SEEN_SET = "exact"
 SEEN_SET_ERROR_RATE = 0.01
 # A URL leased and neither acked nor retried within this time is queued again.
 FRONTIER_LEASE_SECONDS = 600.0
+# Redis crawls: a worker whose heartbeat is older than this (seconds) is dead; its URLs go back.
+FRONTIER_WORKER_TIMEOUT = 15.0
 # Frontier writes are committed this often (seconds): a kill -9 redoes at most this much.
 FRONTIER_COMMIT_INTERVAL = 0.5
 # SQLite page cache (KiB): the embedded frontier's memory beyond one record per host.

@@ -239,6 +239,24 @@ def test_a_dead_workers_lease_is_given_to_another_after_it_expires(redis_url):
     assert alive.ack(again.fp, again.token) and not alive.has_pending()
 
 
+def test_a_silent_workers_leases_go_back_at_the_next_beat_of_another(redis_url):
+    client = redis.Redis.from_url(redis_url)
+    alive = RedisFrontier(client, "beats", worker_id="alive", worker_timeout=15)
+    dead = RedisFrontier(client, "beats", worker_id="dead", worker_timeout=15)
+    alive.add([entry("http://a.test/1"), entry("http://b.test/1")])
+    assert dead.heartbeat(100.0) == [] and alive.heartbeat(100.0) == []
+    held = claim(dead, 100.0)
+    mine = claim(alive, 100.0)
+    assert alive.heartbeat(114.0) == [] and alive.reap(114.0) == 0  # 14 s: not yet dead
+    assert alive.heartbeat(116.0) == [("dead", 1, 16.0)]
+    assert alive.reap(116.0) == 1
+    again = claim(alive, 116.0)  # its host is free, its URL queued again
+    assert (again.fp, again.host) == (held.fp, held.host)
+    assert not dead.ack(held.fp, held.token)  # the dead worker's lease is gone
+    assert alive.ack(mine.fp, mine.token) and alive.ack(again.fp, again.token)
+    assert not alive.has_pending() and alive.counters["workers/lost"] == 1
+
+
 def test_two_processes_cannot_share_one_embedded_crawl_state(tmp_path):
     first = EmbeddedFrontier(tmp_path / "frontier.sqlite")
     with pytest.raises(RuntimeError, match="in use by another process"):

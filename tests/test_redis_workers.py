@@ -125,6 +125,38 @@ def test_a_worker_killed_mid_crawl_loses_nothing(tmp_path, redis_url):
     assert max(stored.values()) <= 2 and max(hits.values()) <= 2  # in flight at the kill: twice
 
 
+def test_the_others_take_over_a_killed_workers_urls_within_90_s_with_default_settings(tmp_path, redis_url):
+    sites = [Site(f"d{i}.test", pages=12) for i in range(8)]
+    with TestWeb(sites) as web:
+        seeds = [web.url(s.host) for s in sites]
+        workers = start_workers(web, tmp_path, redis_url, "abc", seeds,
+                                POLITENESS_MIN_DELAY=1.0, POLITENESS_DELAY_FACTOR=10.0)
+        wait_for_hits(web, 20)
+        client = redis.Redis.from_url(redis_url)
+        victim, deadline = None, time.monotonic() + 30
+        while victim is None and time.monotonic() < deadline:  # one that holds a lease
+            victim = next((w for w in client.zrange("crawl:{shared}:workers", 0, -1)
+                           if client.scard(b"crawl:{shared}:worker:" + w)), None)
+        assert victim is not None
+        pid = int(victim.decode().split("-")[-2])
+        os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        survivors = [w for w in workers if w.pid != pid]
+        for w in survivors:
+            assert w.wait(timeout=90) == 0
+        took = time.monotonic() - killed
+        print(f"kill -9 to crawl end: {took:.1f} s")
+        next(w for w in workers if w.pid == pid).wait(timeout=10)
+        expected = web.reachable(seeds)
+        in_flight = {s.host: web.max_in_flight(s.host) for s in sites}
+    logs = "".join((tmp_path / f"worker-{n}" / "log").read_text() for n in "abc")
+    assert f"Worker {victim.decode()} has been silent" in logs
+    assert took < 90
+    stored = {r["url"] for r in iter_records(LocalStore(tmp_path / "store"))}
+    assert stored == expected
+    assert set(in_flight.values()) == {1}
+
+
 def test_seeds_pushed_into_redis_are_crawled_and_idle_workers_close(tmp_path, redis_url):
     sites = [Site("p.test", pages=5), Site("q.test", pages=5)]
     with TestWeb(sites) as web:

@@ -413,6 +413,11 @@ class EmbeddedFrontier:
             logger.warning("Frontier: %d leases expired unacked; their URLs are queued again", len(expired))
         return len(expired)
 
+    def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
+        """One process holds the state (its lock): no other worker can die. A run that
+        died leaves its leases to the next, which queues them again on open."""
+        return []
+
     # ---------------------------------------------------------------- reporting
 
     @property

@@ -4,8 +4,10 @@ Same contract and same policy as ``EmbeddedFrontier``; the state lives under key
 ``crawl:{<crawl id>}:...`` (one hash slot: a crawl fits one Redis Cluster node), and
 every step that reads and writes it (add-if-unseen, claim, release after a fetch,
 ack, requeue, reap) is one Lua script, so workers never see half a step. Across all
-workers a politeness key has at most one fetch in flight, and a lease a dead worker
-held is given out again once it expires. Requests are stored as JSON, never pickles.
+workers a politeness key has at most one fetch in flight, and the leases of a worker
+whose heartbeat stops are given out again once it is ``worker_timeout`` seconds old
+(a lease that expires is the safety net for a live worker stuck on a fetch). Requests
+are stored as JSON, never pickles.
 
 Layout (P = ``crawl:{id}:``): ``P seen:<bucket>`` hashes holding the seen
 fingerprints compactly (``seen_bucket_bits``), or ``P bloom:<i>`` bitmaps in Bloom
@@ -14,7 +16,8 @@ key, fetched, WRR credits);
 ``P group:<key>`` hash (next_allowed, backoff, last_gap, crawl_delay, busy) and
 ``P members:<key>`` set of its hosts; ``P ready`` sorted set of claimable hosts by
 allowed time; ``P lease:<fp>`` hash and ``P leases`` sorted set by expiry;
-``P counters`` hash.
+``P workers`` sorted set of worker ids by last heartbeat and ``P worker:<id>`` set of
+the fingerprints each one leases; ``P counters`` hash.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from __future__ import annotations
 import bisect
 import hashlib
 import math
+import os
+import socket
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -120,7 +126,7 @@ end
 """ + _ADD_BODY.replace("SEEN_CHECK", "bloom_add(P .. 'bloom:' .. ARGV[i], ARGV[i + 1])"))
 
 _CLAIM = _script("""
--- ARGV[3] now, ARGV[4] lease expiry, ARGV[5] token; weights per level follow
+-- ARGV[3] now, ARGV[4] lease expiry, ARGV[5] token; weights per level follow; last, the worker id
 local now = tonumber(ARGV[3])
 while true do
   local top = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
@@ -158,9 +164,11 @@ while true do
         for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do
           redis.call('ZREM', P .. 'ready', member)
         end
+        local worker = ARGV[#ARGV]
         redis.call('HSET', P .. 'lease:' .. fp, 'token', ARGV[5], 'host', host, 'level', best,
-                   'request', request, 'fetching', 1)
+                   'request', request, 'fetching', 1, 'worker', worker)
         redis.call('ZADD', P .. 'leases', tonumber(ARGV[4]), fp)
+        redis.call('SADD', P .. 'worker:' .. worker, fp)
         return {'claim', fp, ARGV[5], host, request}
       end
     end
@@ -192,6 +200,7 @@ if ARGV[5] == '1' then
   redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, cjson.encode({fp, ARGV[6]}))
   redis.call('HINCRBY', P .. 'counters', 'queued', 1)
 end
+redis.call('SREM', P .. 'worker:' .. (redis.call('HGET', l, 'worker') or ''), fp)
 redis.call('DEL', l)
 redis.call('ZREM', P .. 'leases', fp)
 if fetching == '1' then
@@ -211,6 +220,7 @@ for _, fp in ipairs(expired) do
   redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, cjson.encode({fp, redis.call('HGET', l, 'request')}))
   redis.call('HINCRBY', P .. 'counters', 'queued', 1)
   local fetching = redis.call('HGET', l, 'fetching')
+  redis.call('SREM', P .. 'worker:' .. (redis.call('HGET', l, 'worker') or ''), fp)
   redis.call('DEL', l)
   redis.call('ZREM', P .. 'leases', fp)
   local group = redis.call('HGET', P .. 'host:' .. host, 'group')
@@ -222,6 +232,27 @@ for _, fp in ipairs(expired) do
 end
 if #expired > 0 then redis.call('HINCRBY', P .. 'counters', 'leases/expired', #expired) end
 return #expired
+""")
+
+_HEARTBEAT = _script("""
+-- ARGV[3] now, ARGV[4] this worker's id, ARGV[5] worker timeout: beat, and end the leases
+-- of every worker silent for longer (the reap that follows queues their URLs again).
+-- Returns {worker id, its leases, seconds silent} for each worker found dead.
+local now = tonumber(ARGV[3])
+redis.call('ZADD', P .. 'workers', now, ARGV[4])
+local dead = redis.call('ZRANGEBYSCORE', P .. 'workers', '-inf', now - tonumber(ARGV[5]), 'WITHSCORES')
+local found = {}
+for i = 1, #dead, 2 do
+  local worker, beat = dead[i], tonumber(dead[i + 1])
+  local w = P .. 'worker:' .. worker
+  local fps = redis.call('SMEMBERS', w)
+  for _, fp in ipairs(fps) do redis.call('ZADD', P .. 'leases', 'XX', 0, fp) end
+  redis.call('DEL', w)
+  redis.call('ZREM', P .. 'workers', worker)
+  found[#found + 1] = {worker, #fps, tostring(now - beat)}
+end
+if #found > 0 then redis.call('HINCRBY', P .. 'counters', 'workers/lost', #found) end
+return found
 """)
 
 _KEY = _script("""
@@ -251,6 +282,11 @@ redis.call('ZREM', P .. 'ready', host)
 schedule(host)
 return 1
 """)
+
+
+def default_worker_id() -> str:
+    """host-pid-random: unique per worker process, readable in logs."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
 @dataclass(frozen=True)
@@ -307,6 +343,8 @@ class RedisFrontier:
         budget: HostBudget | None = None,
         lease_seconds: float = 600.0,
         hold_new_hosts: bool = False,
+        worker_id: str = "",
+        worker_timeout: float = 15.0,
         expected_urls: int = 10_000_000,
         seen_set: str = "exact",
         bloom_error: float = 0.01,
@@ -324,10 +362,12 @@ class RedisFrontier:
         self.budget = budget or HostBudget()
         self.lease_seconds = lease_seconds
         self.hold_new_hosts = hold_new_hosts
+        self.worker_id = worker_id or default_worker_id()
+        self.worker_timeout = worker_timeout
         self.new_hosts: list[str] = []
         self._scripts = {name: client.register_script(body) for name, body in (
             ("add", _ADD_BLOOM if self.bloom else _ADD), ("claim", _CLAIM), ("fetched", _FETCHED),
-            ("ack", _ACK), ("reap", _REAP), ("key", _KEY))}
+            ("ack", _ACK), ("reap", _REAP), ("key", _KEY), ("heartbeat", _HEARTBEAT))}
         self._known_hosts: set[str] = set()
         if self.bloom:  # allocate each new bitmap whole: grown bit by bit, Redis doubles it
             allocate = client.register_script(
@@ -368,7 +408,8 @@ class RedisFrontier:
 
     def next(self, now: float) -> Claim | float | None:
         token = self.redis.incr(self.prefix + "tokens")
-        result = self._run("claim", now, now + self.lease_seconds, token, *self.levels.weights())
+        result = self._run("claim", now, now + self.lease_seconds, token, *self.levels.weights(),
+                           self.worker_id)
         if result is None:
             return None
         if result[0] == b"wait":
@@ -408,6 +449,13 @@ class RedisFrontier:
 
     def reap(self, now: float) -> int:
         return int(self._run("reap", now))
+
+    def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
+        """This worker is alive; the leases of workers silent for ``worker_timeout`` end
+        (``reap`` then queues their URLs again). Returns (worker, leases, seconds silent)
+        for each worker found dead."""
+        found = self._run("heartbeat", now, self.worker_id, self.worker_timeout)
+        return [(w.decode(), int(n), float(silent)) for w, n, silent in found]
 
     def set_politeness_key(self, name: str, key: str) -> None:
         self._run("key", name, key, "key")
@@ -564,6 +612,9 @@ class ShardedRedisFrontier:
     def reap(self, now: float) -> int:
         return sum(shard.reap(now) for shard in self.shards)
 
+    def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
+        return [dead for shard in self.shards for dead in shard.heartbeat(now)]
+
     def set_politeness_key(self, name: str, key: str) -> None:
         self.shards[self.shard_of(name)].set_politeness_key(name, key)
 
@@ -623,5 +674,6 @@ def open_redis_frontier(clients: list[Redis], crawl_id: str,
                         **options: object) -> RedisFrontier | ShardedRedisFrontier:
     """The frontier on ``clients``: one Redis, or several shards (every worker must list
     the same ones in the same order; see :func:`crawler.frontier.connection.redis_clients`)."""
+    options.setdefault("worker_id", default_worker_id())  # one id on every shard
     shards = [RedisFrontier(client, crawl_id, **options) for client in clients]
     return shards[0] if len(shards) == 1 else ShardedRedisFrontier(shards)

@@ -122,6 +122,7 @@ class FrontierScheduler(BaseScheduler):
         if uses_redis(s):
             frontier = open_redis_frontier(
                 redis_clients(s), crawl_id,
+                worker_timeout=s.getfloat("FRONTIER_WORKER_TIMEOUT", defaults.FRONTIER_WORKER_TIMEOUT),
                 expected_urls=s.getint("SEEN_SET_EXPECTED_URLS", defaults.SEEN_SET_EXPECTED_URLS),
                 seen_set=s.get("SEEN_SET", defaults.SEEN_SET),
                 bloom_error=s.getfloat("SEEN_SET_ERROR_RATE", defaults.SEEN_SET_ERROR_RATE), **common)
@@ -147,7 +148,11 @@ class FrontierScheduler(BaseScheduler):
         elif done or self.frontier.queued:
             logger.info("Resuming the crawl: %d URLs done, %d queued", done, self.frontier.queued)
         self._key_new_hosts()
-        for interval, step in ((self.commit_interval, self._commit), (5.0, self._housekeeping)):
+        # Often enough that a worker beats at least three times per FRONTIER_WORKER_TIMEOUT.
+        housekeeping = min(5.0, self.crawler.settings.getfloat(
+            "FRONTIER_WORKER_TIMEOUT", defaults.FRONTIER_WORKER_TIMEOUT) / 3)
+        self._housekeeping()  # the first heartbeat, before any claim
+        for interval, step in ((self.commit_interval, self._commit), (housekeeping, self._housekeeping)):
             timer = LoopingCall(step)
             timer.start(interval, now=False)
             self._timers.append(timer)
@@ -249,6 +254,9 @@ class FrontierScheduler(BaseScheduler):
                 self.frontier.renew(fp, token, expires)
             for fp, token in self._waiting_files:
                 self.frontier.renew(fp, token, expires)
+            for worker, leases, silent in self.frontier.heartbeat(now):
+                logger.warning("Worker %s has been silent for %.0f s: its %d leased URLs are queued "
+                               "again and their hosts freed", worker, silent, leases)
             self.frontier.reap(now)
             stats = self.crawler.stats
             for key, value in self.frontier.gauges(now).items():
