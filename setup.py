@@ -45,6 +45,7 @@ setup(
             "page = crawler.commands.page:Command",
             "crawlstats = crawler.commands.crawlstats:Command",
             "forget = crawler.commands.forget:Command",
+            "deadletters = crawler.commands.deadletters:Command",
         ],
     },
 )

@@ -29,6 +29,8 @@ REQUEST_FINGERPRINTER_CLASS = "crawler.urls.fingerprinter.UrlFingerprinter"
 COMPONENTS = {
     "DOWNLOADER_MIDDLEWARES": {
         "crawler.middlewares.robots.RobotsMiddleware": 100,
+        # Sees responses before Scrapy's RetryMiddleware (550) would, were it on.
+        "crawler.middlewares.retry.FrontierRetryMiddleware": 560,
         "crawler.middlewares.content.HtmlOnlyMiddleware": 650,
     },
     "SPIDER_MIDDLEWARES": {

@@ -8,20 +8,26 @@ default's type implies, so the message names the setting, the value and what it 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from crawler import defaults
+from crawler.frontier.policy import RetryPolicy
 from crawler.urls.links import SCOPES
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from scrapy.settings import BaseSettings
 
 # Settings that take one of a few words.
 CHOICES: dict[str, tuple[str, ...]] = {
     "CRAWL_SCOPE": SCOPES,
     "SEEN_SET": ("exact", "bloom"),
+}
+
+
+# Settings read by a parser of their own, which says what is wrong.
+PARSERS: dict[str, Callable[[Any], object]] = {
+    "FRONTIER_RETRY_DELAYS": RetryPolicy.parse,
 }
 
 
@@ -49,6 +55,12 @@ def setting_problems(settings: BaseSettings) -> list[str]:
         if value is None:
             continue
         default = getattr(defaults, name)
+        if name in PARSERS:
+            try:
+                PARSERS[name](value)
+            except ValueError as error:
+                problems.append(f"  {name} = {value!r}: {error}")
+            continue
         getter = _getter(settings, default)
         if getter is not None:
             read, kind = getter

@@ -19,6 +19,8 @@ URLLENGTH_LIMIT = 2048
 DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
 # No warning per large page: the cap above already bounds them.
 DOWNLOAD_WARNSIZE = 0
+# Scrapy's immediate retry is off: the frontier's retry chain (FRONTIER_RETRY_DELAYS) retries.
+RETRY_ENABLED = False
 # RemoteControl (Scrapy 2.19) opens an HTTP port that runs code sent to it.
 REMOTE_CONTROL_ENABLED = False
 # The telnet console is another control port: off.
@@ -119,6 +121,8 @@ SEEN_SET = "exact"
 SEEN_SET_ERROR_RATE = 0.01
 # A URL leased and neither acked nor retried within this time is queued again.
 FRONTIER_LEASE_SECONDS = 600.0
+# A failed fetch (or page) is tried again after each of these delays (seconds), then is a dead letter.
+FRONTIER_RETRY_DELAYS = [60, 600, 3600]
 # Redis crawls: a worker whose heartbeat is older than this (seconds) is dead; its URLs go back.
 FRONTIER_WORKER_TIMEOUT = 15.0
 # Frontier writes are committed this often (seconds): a kill -9 redoes at most this much.

@@ -22,6 +22,7 @@ def test_defaults_pass_the_check():
     ("POLITENESS_PER_IP", "maybe", "POLITENESS_PER_IP = 'maybe': must be true or false"),
     ("SEEN_SET", "cuckoo", "SEEN_SET = 'cuckoo': must be one of exact, bloom"),
     ("CRAWL_SCOPE", "planet", "must be one of host, domain, all"),
+    ("FRONTIER_RETRY_DELAYS", "1,soon", "must be a comma list of seconds"),
 ])
 def test_a_bad_value_is_named_with_what_it_takes(name, value, expected):
     settings = Settings({name: value})

@@ -122,6 +122,44 @@ def test_requeue_of_a_retry_puts_the_url_back(make_frontier):
     assert claim(f, 2.0).fp == c.fp
 
 
+def test_a_retry_waits_its_delay_durably_and_then_is_queued_again(make_frontier, tmp_path):
+    path = tmp_path / "f.sqlite"
+    f = make_frontier(path=path)
+    f.add([entry("http://a.test/1"), entry("http://a.test/2")])
+    c = claim(f, 0.0)
+    f.fetched(c.fp, c.token, 0.0, 0.01, None)  # no response
+    assert f.retry_later(c.fp, c.token, '{"url": "http://a.test/1", "attempt": 1}', due=60.0)
+    assert not f.retry_later(c.fp, c.token, c.request, due=60.0)  # its lease has ended
+    assert f.has_pending() and f.waiting == 1 and f.queued == 1
+    other = claim(f, 10.0)  # the host is free for its other URLs meanwhile
+    finish(f, other, 10.0)
+    assert f.due_retries(59.0) == 0 and f.next(59.0) is None
+    if make_frontier.backend == "embedded":  # survives a restart
+        f.close()
+        f = make_frontier(path=path)
+    assert f.due_retries(60.0) == 1 and f.waiting == 0
+    again = claim(f, 60.0)
+    assert again.fp == c.fp and again.request == '{"url": "http://a.test/1", "attempt": 1}'
+    finish(f, again, 60.0)
+    assert not f.has_pending()
+
+
+def test_a_dead_letter_is_kept_with_its_error_and_can_be_queued_again(make_frontier):
+    f = make_frontier()
+    f.add([entry("http://a.test/1"), entry("http://a.test/2")])
+    c = claim(f, 0.0)
+    f.fetched(c.fp, c.token, 0.0, 0.01, 500)
+    assert f.dead_letter(c.fp, c.token, c.request, "HTTP 500", 5.0)
+    [letter] = f.dead_letters()
+    assert (letter.fp, letter.host, letter.request, letter.error, letter.at) == (
+        c.fp, "a.test", c.request, "HTTP 500", 5.0)
+    assert f.counters["dead_letters"] == 1
+    finish(f, claim(f, 10.0), 10.0)
+    assert not f.has_pending()  # a dead letter does not keep the crawl open
+    assert f.requeue_dead(letter, c.request) and not f.requeue_dead(letter, c.request)
+    assert f.dead_letters() == [] and claim(f, 20.0).fp == c.fp
+
+
 def test_ack_without_fetch_frees_the_host(make_frontier):
     f = make_frontier()
     f.add([entry("http://a.test/1"), entry("http://a.test/2")])

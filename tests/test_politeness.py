@@ -68,7 +68,7 @@ def test_a_slow_host_is_spaced_ten_times_its_fetch_time(crawl, tmp_path):
 def test_503_and_429_back_off_and_honour_retry_after(crawl, tmp_path):
     answers = [(503, {"Retry-After": "1"}), (429, {"Retry-After": "3"}), (503, {})]
     with TestWeb([Site("busy.test", pages=1, status_sequences={"/": answers})]) as web:
-        result = crawl(web, tmp_path, "seeds=" + web.url("busy.test"), RETRY_TIMES=5,
+        result = crawl(web, tmp_path, "seeds=" + web.url("busy.test"), FRONTIER_RETRY_DELAYS="0,0,0,0,0",
                        POLITENESS_MIN_DELAY=0.05, POLITENESS_DELAY_FACTOR=1, **POLITE)
         assert result.returncode == 0, result.log[-3000:]
         spacing = [gap for gap, _ in gaps(web, "busy.test")]

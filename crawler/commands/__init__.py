@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import UsageError
 
 from crawler.frontier.connection import redis_clients, uses_redis
+from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, open_redis_frontier
+from crawler.paths import embedded_frontier_path
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -20,3 +23,27 @@ def redis_crawl(args: list[str], settings: BaseSettings) -> tuple[str, RedisFron
     if not uses_redis(settings):
         raise UsageError("set REDIS_URL (-s REDIS_URL=redis://host:port/db)")
     return args[0], open_redis_frontier(redis_clients(settings), args[0])
+
+
+def embedded_state(args: list[str], settings: BaseSettings) -> Path:
+    """The state file of the embedded crawl named by the one crawl id in ``args``."""
+    if len(args) != 1:
+        raise UsageError("give one crawl id")
+    path = embedded_frontier_path(settings, args[0])
+    if not path.is_file():
+        known = sorted(p.parent.name for p in path.parent.parent.glob("*/frontier.sqlite"))
+        raise UsageError(f"no crawl {args[0]!r} in {path.parent.parent}"
+                         + (f"; crawls there: {', '.join(known)}" if known else ""), print_help=False)
+    return path
+
+
+def crawl_frontier(args: list[str],
+                   settings: BaseSettings) -> EmbeddedFrontier | RedisFrontier | ShardedRedisFrontier:
+    """The frontier of the crawl named in ``args``: in Redis with ``REDIS_URL``, else the
+    embedded one (which a running crawl holds locked)."""
+    if uses_redis(settings):
+        return redis_crawl(args, settings)[1]
+    try:
+        return EmbeddedFrontier(embedded_state(args, settings))
+    except RuntimeError as error:  # its lock: the crawl is running
+        raise UsageError(str(error), print_help=False) from None

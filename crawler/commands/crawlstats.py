@@ -7,29 +7,13 @@ import time
 from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
-from scrapy.exceptions import UsageError
 
-from crawler.commands import redis_crawl
+from crawler.commands import embedded_state, redis_crawl
 from crawler.frontier.connection import uses_redis
 from crawler.frontier.embedded import read_counts
-from crawler.paths import embedded_frontier_path
 
 if TYPE_CHECKING:
     import argparse
-
-    from scrapy.settings import BaseSettings
-
-
-def embedded_counts(args: list[str], settings: BaseSettings) -> dict[str, int]:
-    """The counts of an embedded crawl's state under ``FRONTIER_DIR`` (or ``JOBDIR``)."""
-    if len(args) != 1:
-        raise UsageError("give one crawl id")
-    path = embedded_frontier_path(settings, args[0])
-    if not path.is_file():
-        known = sorted(p.parent.name for p in path.parent.parent.glob("*/frontier.sqlite"))
-        raise UsageError(f"no crawl {args[0]!r} in {path.parent.parent}"
-                         + (f"; crawls there: {', '.join(known)}" if known else ""), print_help=False)
-    return read_counts(path)
 
 
 class Command(ScrapyCommand):
@@ -52,5 +36,5 @@ class Command(ScrapyCommand):
             _, frontier = redis_crawl(args, self.settings)
             counts = {**frontier.counters, **frontier.gauges(time.time())}
         else:
-            counts = embedded_counts(args, self.settings)
+            counts = read_counts(embedded_state(args, self.settings))
         print(json.dumps(counts, indent=2, sort_keys=True))

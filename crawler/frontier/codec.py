@@ -8,9 +8,21 @@ from typing import Any
 from scrapy import Request, Spider
 from scrapy.utils.request import request_from_dict
 
-# Meta keys Scrapy sets for one fetch; meaningless once the request is stored.
+#: request.meta: (fingerprint, lease token) of the URL the frontier handed out.
+LEASE_META = "_frontier_lease"
+#: request.meta: why the URL failed (fetch or processing); the frontier retries it later.
+FAILED_META = "frontier_failed"
+#: request.meta: failures of the URL so far, kept in the stored request across retries.
+ATTEMPTS_META = "frontier_attempts"
+
+def mark_failed(request: Request, reason: str) -> None:
+    """The URL of ``request`` failed (fetch or processing): its frontier retries it."""
+    request.meta.setdefault(FAILED_META, reason)
+
+
+# Meta keys set for one fetch; meaningless once the request is stored.
 _RUNTIME_META = frozenset(
-    {"download_slot", "download_latency", "_frontier_lease", "_frontier_fetch", "_frontier_uploads"}
+    {"download_slot", "download_latency", LEASE_META, FAILED_META, "_frontier_fetch", "_frontier_uploads"}
 )
 
 
@@ -55,3 +67,10 @@ def request_from_json(text: str, spider: Spider | None) -> Request:
     d["body"] = d.get("body", "").encode("latin-1")
     d["headers"] = {k: [v.encode("latin-1") for v in vs] for k, vs in d.get("headers", {}).items()}
     return request_from_dict(d, spider=spider)
+
+
+def with_attempts_reset(text: str) -> str:
+    """A stored request with its failure count cleared: a fresh retry chain."""
+    d = json.loads(text)
+    d.get("meta", {}).pop(ATTEMPTS_META, None)
+    return json.dumps(d, separators=(",", ":"))

@@ -28,7 +28,7 @@ from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, Pri
 
 logger = logging.getLogger(__name__)
 
-QUEUED, LEASED, DONE = 0, 1, 2
+QUEUED, LEASED, DONE, WAITING, DEAD = 0, 1, 2, 3, 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS hosts (
@@ -43,11 +43,14 @@ CREATE TABLE IF NOT EXISTS urls (
     fp INTEGER PRIMARY KEY,         -- 64-bit URL fingerprint, as a signed integer
     host_id INTEGER NOT NULL,
     level INTEGER NOT NULL,
-    state INTEGER NOT NULL,         -- 0 queued, 1 leased, 2 done
+    state INTEGER NOT NULL,         -- 0 queued, 1 leased, 2 done, 3 waiting to retry, 4 dead
     seq INTEGER NOT NULL,           -- arrival order: FIFO within a level
     request TEXT                    -- JSON; dropped once done (the row stays as "seen")
 );
 CREATE INDEX IF NOT EXISTS urls_queued ON urls (host_id, level, seq) WHERE state = 0;
+CREATE TABLE IF NOT EXISTS waiting (fp INTEGER PRIMARY KEY, due REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS waiting_due ON waiting (due);
+CREATE TABLE IF NOT EXISTS dead_letters (fp INTEGER PRIMARY KEY, error TEXT NOT NULL, at REAL NOT NULL);
 """
 
 
@@ -73,6 +76,18 @@ class Claim:
     host: str
     token: int
     request: str
+
+
+@dataclass
+class DeadLetter:
+    """A URL given up after its retry chain: its stored request, last error and when."""
+
+    fp: int
+    host: str
+    level: int
+    request: str
+    error: str
+    at: float
 
 
 @dataclass
@@ -158,6 +173,7 @@ class EmbeddedFrontier:
         self.queued = 0
         self.counters: dict[str, int] = {}
         self._seq = self.db.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0]
+        self.waiting = self.db.execute("SELECT count(*) FROM waiting").fetchone()[0]
         self._load()
 
     # ---------------------------------------------------------------- state
@@ -302,6 +318,76 @@ class EmbeddedFrontier:
             added.append(True)
         return added
 
+    def _end_lease(self, fp: int, token: int) -> _Lease | None:
+        """The lease of ``fp`` if ``token`` holds it, ended: its host is free again."""
+        lease = self._leases.get(fp)
+        if lease is None or lease.token != token:
+            return None
+        del self._leases[fp]
+        host = self._hosts[lease.host]
+        if lease.fetching:
+            self._release(host.group)
+        else:
+            self._schedule(host)
+        return lease
+
+    def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
+        """A leased URL failed: keep it (``request``, with its attempts) and queue it again
+        at ``due``. False if ``token`` is not its lease."""
+        if self._end_lease(fp, token) is None:
+            return False
+        self.db.execute("UPDATE urls SET state = ?, request = ? WHERE fp = ?",
+                        (WAITING, request, _signed(fp)))
+        self.db.execute("INSERT OR REPLACE INTO waiting (fp, due) VALUES (?, ?)", (_signed(fp), due))
+        self.waiting += 1
+        return True
+
+    def due_retries(self, now: float) -> int:
+        """Queue again the URLs whose retry time has come; returns how many."""
+        rows = self.db.execute("SELECT w.fp, u.host_id, u.level FROM waiting w JOIN urls u ON u.fp = w.fp "
+                               "WHERE w.due <= ?", (now,)).fetchall()
+        by_id = {h.id: h for h in self._hosts.values()} if rows else {}
+        for fp, hid, level in rows:
+            self._seq += 1
+            self.db.execute("UPDATE urls SET state = ?, seq = ? WHERE fp = ?", (QUEUED, self._seq, fp))
+            self.db.execute("DELETE FROM waiting WHERE fp = ?", (fp,))
+            host = by_id[hid]
+            host.queued[level] += 1
+            self.queued += 1
+            self.waiting -= 1
+            self._schedule(host)
+        return len(rows)
+
+    def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
+        """A leased URL failed its last try: keep it as a dead letter (``dead_letters``)."""
+        if self._end_lease(fp, token) is None:
+            return False
+        self.db.execute("UPDATE urls SET state = ?, request = ? WHERE fp = ?", (DEAD, request, _signed(fp)))
+        self.db.execute("INSERT OR REPLACE INTO dead_letters (fp, error, at) VALUES (?, ?, ?)",
+                        (_signed(fp), error, now))
+        self.count("dead_letters")
+        return True
+
+    def dead_letters(self) -> list[DeadLetter]:
+        return [DeadLetter(fp % (1 << 64), name, level, request, error, at)
+                for fp, name, level, request, error, at in self.db.execute(
+                    "SELECT d.fp, h.name, u.level, u.request, d.error, d.at FROM dead_letters d "
+                    "JOIN urls u ON u.fp = d.fp JOIN hosts h ON h.id = u.host_id ORDER BY d.at")]
+
+    def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
+        """Queue a dead letter again, as ``request`` (its attempts reset by the caller)."""
+        fp = _signed(letter.fp)
+        if not self.db.execute("DELETE FROM dead_letters WHERE fp = ?", (fp,)).rowcount:
+            return False
+        self._seq += 1
+        self.db.execute("UPDATE urls SET state = ?, seq = ?, request = ? WHERE fp = ?",
+                        (QUEUED, self._seq, request, fp))
+        host = self._host(letter.host)
+        host.queued[letter.level] += 1
+        self.queued += 1
+        self._schedule(host)
+        return True
+
     def requeue(self, fp: int, token: int, request: str) -> bool:
         """Queue a leased URL again (a retry): its lease ends, its place is the back
         of its level. False if ``token`` is not the URL's current lease."""
@@ -425,7 +511,7 @@ class EmbeddedFrontier:
         return len(self._leases)
 
     def has_pending(self) -> bool:
-        return bool(self.queued or self._leases)
+        return bool(self.queued or self._leases or self.waiting)
 
     def done_count(self) -> int:
         return self.db.execute("SELECT count(*) FROM urls WHERE state = ?", (DONE,)).fetchone()[0]
@@ -440,6 +526,7 @@ class EmbeddedFrontier:
             "fetching": sum(1 for lease in self._leases.values() if lease.fetching),
             "hosts/backing_off": sum(1 for h in active if h.group.times.backoff),
             "queued": self.queued,
+            "waiting": self.waiting,
             "leased": self.leased,
         }
 
@@ -476,6 +563,8 @@ def read_counts(path: str | Path) -> dict[str, int]:
         "queued": by_state.get(QUEUED, 0),
         "leased": by_state.get(LEASED, 0),
         "done": by_state.get(DONE, 0),
+        "waiting": by_state.get(WAITING, 0),
+        "dead_letters": by_state.get(DEAD, 0),
         "hosts": hosts,
         "hosts/active": active,
     }

@@ -128,3 +128,29 @@ class PriorityLevels:
                 best = i
         credit[best] -= total
         return best
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """The retry chain of a URL whose fetch or processing failed (seed 004): try again
+    after each of ``delays`` in turn (seconds, default 1 min, 10 min, 1 h), then give
+    the URL up as a dead letter. ``attempts`` counts the failures so far."""
+
+    delays: tuple[float, ...] = tuple(float(d) for d in defaults.FRONTIER_RETRY_DELAYS)
+
+    def delay_after(self, attempts: int) -> float | None:
+        """Seconds before the next try after ``attempts`` failures; None: a dead letter."""
+        return self.delays[attempts - 1] if 1 <= attempts <= len(self.delays) else None
+
+    @classmethod
+    def parse(cls, value: str | list | tuple) -> RetryPolicy:
+        """From ``FRONTIER_RETRY_DELAYS``: a comma list (``"1,2,4"``) or a list of seconds."""
+        parts = value.split(",") if isinstance(value, str) else list(value)
+        try:
+            delays = tuple(float(str(p).strip()) for p in parts if str(p).strip())
+        except ValueError:
+            raise ValueError(
+                f"FRONTIER_RETRY_DELAYS must be a comma list of seconds, not {value!r}") from None
+        if any(d < 0 for d in delays):
+            raise ValueError(f"FRONTIER_RETRY_DELAYS must not be negative: {value!r}")
+        return cls(delays)

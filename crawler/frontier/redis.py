@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 import math
 import os
 import socket
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 
 from redis import Redis
 
-from crawler.frontier.embedded import Claim, Entry
+from crawler.frontier.embedded import Claim, DeadLetter, Entry
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
 
 _COMMON = """
@@ -190,15 +191,24 @@ return 1
 """)
 
 _ACK = _script("""
--- ARGV[3] fp, ARGV[4] token, ARGV[5] '1' to requeue with request ARGV[6] (a retry)
+-- ARGV[3] fp, ARGV[4] token, ARGV[5] what ends the lease: '0' an ack; '1' a requeue of
+-- request ARGV[6]; '2' a retry of ARGV[6] at time ARGV[7]; '3' a dead letter of ARGV[6]
+-- with error ARGV[7] at time ARGV[8]
 local fp = ARGV[3]
 local l = P .. 'lease:' .. fp
 if redis.call('HGET', l, 'token') ~= ARGV[4] then return 0 end
 local host, fetching = redis.call('HGET', l, 'host'), redis.call('HGET', l, 'fetching')
+local level = redis.call('HGET', l, 'level')
 if ARGV[5] == '1' then
-  local level = redis.call('HGET', l, 'level')
   redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, cjson.encode({fp, ARGV[6]}))
   redis.call('HINCRBY', P .. 'counters', 'queued', 1)
+elseif ARGV[5] == '2' then
+  redis.call('ZADD', P .. 'waiting', tonumber(ARGV[7]), fp)
+  redis.call('HSET', P .. 'retry:' .. fp, 'host', host, 'level', level, 'request', ARGV[6])
+elseif ARGV[5] == '3' then
+  redis.call('HSET', P .. 'dead', fp,
+             cjson.encode({host, tonumber(level), ARGV[6], ARGV[7], tonumber(ARGV[8])}))
+  redis.call('HINCRBY', P .. 'counters', 'dead_letters', 1)
 end
 redis.call('SREM', P .. 'worker:' .. (redis.call('HGET', l, 'worker') or ''), fp)
 redis.call('DEL', l)
@@ -232,6 +242,35 @@ for _, fp in ipairs(expired) do
 end
 if #expired > 0 then redis.call('HINCRBY', P .. 'counters', 'leases/expired', #expired) end
 return #expired
+""")
+
+_DUE = _script("""
+-- ARGV[3] now: queue again every URL whose retry time has come; returns how many
+local due = redis.call('ZRANGEBYSCORE', P .. 'waiting', '-inf', ARGV[3])
+for _, fp in ipairs(due) do
+  local r = P .. 'retry:' .. fp
+  local host = redis.call('HGET', r, 'host')
+  redis.call('RPUSH', P .. 'q:' .. host .. ':' .. redis.call('HGET', r, 'level'),
+             cjson.encode({fp, redis.call('HGET', r, 'request')}))
+  redis.call('HINCRBY', P .. 'counters', 'queued', 1)
+  redis.call('DEL', r)
+  redis.call('ZREM', P .. 'waiting', fp)
+  schedule(host)
+end
+return #due
+""")
+
+_REQUEUE_DEAD = _script("""
+-- ARGV[3] fp, ARGV[4] request: a dead letter queued again
+local record = redis.call('HGET', P .. 'dead', ARGV[3])
+if not record then return 0 end
+local letter = cjson.decode(record)
+redis.call('HDEL', P .. 'dead', ARGV[3])
+redis.call('HINCRBY', P .. 'counters', 'dead_letters', -1)
+redis.call('RPUSH', P .. 'q:' .. letter[1] .. ':' .. letter[2], cjson.encode({ARGV[3], ARGV[4]}))
+redis.call('HINCRBY', P .. 'counters', 'queued', 1)
+schedule(letter[1])
+return 1
 """)
 
 _HEARTBEAT = _script("""
@@ -367,7 +406,8 @@ class RedisFrontier:
         self.new_hosts: list[str] = []
         self._scripts = {name: client.register_script(body) for name, body in (
             ("add", _ADD_BLOOM if self.bloom else _ADD), ("claim", _CLAIM), ("fetched", _FETCHED),
-            ("ack", _ACK), ("reap", _REAP), ("key", _KEY), ("heartbeat", _HEARTBEAT))}
+            ("ack", _ACK), ("reap", _REAP), ("key", _KEY), ("heartbeat", _HEARTBEAT), ("due", _DUE),
+            ("requeue_dead", _REQUEUE_DEAD))}
         self._known_hosts: set[str] = set()
         if self.bloom:  # allocate each new bitmap whole: grown bit by bit, Redis doubles it
             allocate = client.register_script(
@@ -441,6 +481,29 @@ class RedisFrontier:
     def requeue(self, fp: int, token: int, request: str) -> bool:
         return bool(self._run("ack", self._fp(fp).hex(), token, "1", request))
 
+    def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
+        return bool(self._run("ack", self._fp(fp).hex(), token, "2", request, due))
+
+    def due_retries(self, now: float) -> int:
+        return int(self._run("due", now))
+
+    def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
+        return bool(self._run("ack", self._fp(fp).hex(), token, "3", request, error, now))
+
+    def dead_letters(self) -> list[DeadLetter]:
+        letters = []
+        for fp, record in self.redis.hgetall(self.prefix + "dead").items():
+            host, level, request, error, at = json.loads(record)
+            letters.append(DeadLetter(int(fp, 16), host, int(level), request, error, float(at)))
+        return sorted(letters, key=lambda letter: letter.at)
+
+    def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
+        return bool(self._run("requeue_dead", self._fp(letter.fp).hex(), request))
+
+    @property
+    def waiting(self) -> int:
+        return int(self.redis.zcard(self.prefix + "waiting"))
+
     def renew(self, fp: int, token: int, expires: float) -> None:
         """Extend a lease its holder still works on."""
         key = self._fp(fp).hex()
@@ -483,14 +546,15 @@ class RedisFrontier:
         return int(self.redis.zcard(self.prefix + "leases"))
 
     def has_pending(self) -> bool:
-        return bool(self.queued or self.leased)
+        return bool(self.queued or self.leased or self.waiting)
 
     def done_count(self) -> int:
         seen = int(self.redis.hget(self.prefix + "counters", "seen") or 0)
-        return max(0, seen - self.queued - self.leased)
+        dead = int(self.redis.hlen(self.prefix + "dead"))
+        return max(0, seen - self.queued - self.leased - self.waiting - dead)
 
     def gauges(self, now: float) -> dict[str, int]:
-        return {"queued": self.queued, "leased": self.leased,
+        return {"queued": self.queued, "leased": self.leased, "waiting": self.waiting,
                 "hosts/ready": int(self.redis.zcount(self.prefix + "ready", "-inf", now))}
 
     def count(self, name: str, n: int = 1) -> None:
@@ -614,6 +678,27 @@ class ShardedRedisFrontier:
 
     def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
         return [dead for shard in self.shards for dead in shard.heartbeat(now)]
+
+    def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
+        shard, local = self._by_token(token)
+        return shard.retry_later(fp, local, request, due)
+
+    def due_retries(self, now: float) -> int:
+        return sum(shard.due_retries(now) for shard in self.shards)
+
+    def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
+        shard, local = self._by_token(token)
+        return shard.dead_letter(fp, local, request, error, now)
+
+    def dead_letters(self) -> list[DeadLetter]:
+        return sorted((d for shard in self.shards for d in shard.dead_letters()), key=lambda d: d.at)
+
+    def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
+        return self.shards[self.shard_of(letter.host)].requeue_dead(letter, request)
+
+    @property
+    def waiting(self) -> int:
+        return sum(shard.waiting for shard in self.shards)
 
     def set_politeness_key(self, name: str, key: str) -> None:
         self.shards[self.shard_of(name)].set_politeness_key(name, key)

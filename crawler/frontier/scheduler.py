@@ -18,11 +18,24 @@ from twisted.internet.task import LoopingCall
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.frontier.codec import request_from_json, request_to_json
+from crawler.frontier.codec import (
+    ATTEMPTS_META,
+    FAILED_META,
+    LEASE_META,
+    mark_failed,
+    request_from_json,
+    request_to_json,
+)
 from crawler.frontier.connection import redis_clients, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of, fresh_crawl_command
 from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
-from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels, parse_retry_after
+from crawler.frontier.policy import (
+    HostBudget,
+    PolitenessPolicy,
+    PriorityLevels,
+    RetryPolicy,
+    parse_retry_after,
+)
 from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, open_redis_frontier
 from crawler.items import Page
 from crawler.paths import embedded_frontier_path
@@ -36,7 +49,6 @@ logger = logging.getLogger(__name__)
 
 Frontier = EmbeddedFrontier | RedisFrontier | ShardedRedisFrontier
 
-_LEASE = "_frontier_lease"  # request.meta: (fingerprint, lease token) of the URL
 _FETCH = "_frontier_fetch"  # request.meta: [start time, status, Retry-After]
 _UPLOADS = "_frontier_uploads"  # request.meta: store files its page waits to be uploaded in
 
@@ -67,8 +79,10 @@ class FrontierScheduler(BaseScheduler):
     """
 
     def __init__(self, crawler: Crawler, frontier: Frontier, levels: PriorityLevels,
-                 commit_interval: float, crawl_id: str = "", persist: bool = True) -> None:
+                 commit_interval: float, crawl_id: str = "", persist: bool = True,
+                 retry: RetryPolicy | None = None) -> None:
         self.crawler = crawler
+        self.retry = retry or RetryPolicy()
         self.crawl_id = crawl_id
         self.persist = persist
         self.frontier = frontier
@@ -95,6 +109,7 @@ class FrontierScheduler(BaseScheduler):
         crawler.signals.connect(self._crawl_delay, signal=crawler_signals.robots_crawl_delay)
         crawler.signals.connect(self._host_unavailable, signal=crawler_signals.host_unavailable)
         crawler.signals.connect(self._item_error, signal=signals.item_error)
+        crawler.signals.connect(self._spider_error, signal=signals.spider_error)
         crawler.signals.connect(self._item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(self._page_stored, signal=crawler_signals.page_captured)
         crawler.signals.connect(self._file_uploaded, signal=crawler_signals.store_file_uploaded)
@@ -136,7 +151,8 @@ class FrontierScheduler(BaseScheduler):
         logger.info("Crawl id %s, frontier state: %s", crawl_id, frontier.describe())
         return cls(crawler, frontier, levels, s.getfloat(
             "FRONTIER_COMMIT_INTERVAL", defaults.FRONTIER_COMMIT_INTERVAL), crawl_id,
-            s.getbool("SCHEDULER_PERSIST", defaults.SCHEDULER_PERSIST))
+            s.getbool("SCHEDULER_PERSIST", defaults.SCHEDULER_PERSIST),
+            RetryPolicy.parse(s.get("FRONTIER_RETRY_DELAYS", defaults.FRONTIER_RETRY_DELAYS)))
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -258,6 +274,8 @@ class FrontierScheduler(BaseScheduler):
                 logger.warning("Worker %s has been silent for %.0f s: its %d leased URLs are queued "
                                "again and their hosts freed", worker, silent, leases)
             self.frontier.reap(now)
+            if self.frontier.due_retries(now):
+                self._wake_engine_in(0)
             stats = self.crawler.stats
             for key, value in self.frontier.gauges(now).items():
                 stats.set_value(f"frontier/{key}", value)
@@ -275,14 +293,15 @@ class FrontierScheduler(BaseScheduler):
         try:
             # Leases that wait only for this worker's uploads do not keep the crawl open:
             # the last files are uploaded when it closes.
-            return self.frontier.queued + self.frontier.leased - len(self._waiting_files) > 0
+            pending = self.frontier.queued + self.frontier.leased + self.frontier.waiting
+            return pending - len(self._waiting_files) > 0
         except RedisError as error:
             self._outage(error)
             return True
 
     def enqueue_request(self, request: Request) -> bool:
         fp = int.from_bytes(self.crawler.request_fingerprinter.fingerprint(request)[:8], "big")
-        inherited = request.meta.pop(_LEASE, None)
+        inherited = request.meta.pop(LEASE_META, None)
         request.meta.pop(_FETCH, None)
         data, dropped = request_to_json(request, self.spider)
         if dropped:
@@ -312,7 +331,7 @@ class FrontierScheduler(BaseScheduler):
             return None
         if isinstance(result, Claim):
             request = request_from_json(result.request, self.spider)
-            request.meta[_LEASE] = (result.fp, result.token)
+            request.meta[LEASE_META] = (result.fp, result.token)
             self._handed_out.append((request, result.fp, result.token))
             self.crawler.stats.inc_value("frontier/claims")
             return request
@@ -330,6 +349,8 @@ class FrontierScheduler(BaseScheduler):
         for entry in self._handed_out:
             if entry[0] in in_progress:
                 still.append(entry)
+            elif reason := entry[0].meta.get(FAILED_META):
+                self._failed(*entry, reason)
             elif entry[0].meta.get("frontier_keep_lease"):
                 self.crawler.stats.inc_value("frontier/kept_leases")  # not stored: fetched again
             elif files := entry[0].meta.get(_UPLOADS, set()) - self._uploaded_files:
@@ -340,6 +361,31 @@ class FrontierScheduler(BaseScheduler):
             else:
                 self._write("ack", entry[1], entry[2])
         self._handed_out = still
+
+    def _failed(self, request: Request, fp: int, token: int, reason: str) -> None:
+        """The URL failed (fetch, callback, pipeline or store): retry it after the next
+        delay of the chain, durably in the frontier, or give it up as a dead letter."""
+        attempts = request.meta.get(ATTEMPTS_META, 0) + 1
+        request.meta[ATTEMPTS_META] = attempts
+        data, _ = request_to_json(request, self.spider)
+        delay = self.retry.delay_after(attempts)
+        now = time.time()
+        if delay is None:
+            self._write("dead_letter", fp, token, data, reason, now)
+            self.crawler.stats.inc_value("frontier/dead_letters")
+            logger.warning("Giving up %s after %d attempts (%s): a dead letter (scrapy deadletters %s)",
+                           request.url, attempts, reason, self.crawl_id)
+        else:
+            self._write("retry_later", fp, token, data, now + delay)
+            call_later(delay, self._promote_due_retries)
+            self.crawler.stats.inc_value("frontier/retries")
+            logger.info("%s failed (%s, attempt %d): tried again in %.0f s", request.url, reason,
+                        attempts, delay)
+
+    def _promote_due_retries(self) -> None:
+        """A retry of ours falls due now (housekeeping promotes the others' too)."""
+        if not self._closed and self._write("due_retries", time.time(), default=0):
+            self._wake_engine_in(0)
 
     def _item_scraped(self, item: Any, response: Response) -> None:
         if isinstance(item, Page):  # a project's own items are not pages stored
@@ -363,10 +409,15 @@ class FrontierScheduler(BaseScheduler):
                 del self._waiting_files[key]
                 self._write("ack", *key)
 
-    def _item_error(self, response: Response) -> None:
-        """A page that failed in the pipelines is not stored: its URL is not done."""
+    def _item_error(self, response: Response, failure: Any) -> None:
+        """A page that failed in the pipelines is not stored: an attempt that failed."""
         if response is not None and response.request is not None:
-            response.request.meta["frontier_keep_lease"] = True
+            mark_failed(response.request, f"pipeline: {failure.getErrorMessage()}")
+
+    def _spider_error(self, failure: Any, response: Response) -> None:
+        """The callback raised: an attempt that failed (a poison page ends as a dead letter)."""
+        if response is not None and response.request is not None:
+            mark_failed(response.request, f"callback: {failure.type.__name__}: {failure.getErrorMessage()}")
 
     # ---------------------------------------------------------------- robots.txt
 
@@ -433,7 +484,7 @@ class FrontierScheduler(BaseScheduler):
     # ---------------------------------------------------------------- fetch feedback
 
     def _reached_downloader(self, request: Request) -> None:
-        if _LEASE in request.meta:
+        if LEASE_META in request.meta:
             request.meta[_FETCH] = [time.monotonic(), None, None]
 
     def _response_downloaded(self, response: Response, request: Request) -> None:
@@ -444,7 +495,7 @@ class FrontierScheduler(BaseScheduler):
 
     def _left_downloader(self, request: Request) -> None:
         fetch = request.meta.pop(_FETCH, None)
-        lease = request.meta.get(_LEASE)
+        lease = request.meta.get(LEASE_META)
         if fetch is None or lease is None:
             return
         now = time.time()

@@ -9,6 +9,7 @@ from twisted.python.failure import Failure
 
 from crawler import signals as crawler_signals
 from crawler.extract.page import HREFS, page_from_response
+from crawler.frontier.codec import mark_failed
 from crawler.urls.normalize import UrlNormalizer
 
 if TYPE_CHECKING:
@@ -45,6 +46,6 @@ class PageCaptureMiddleware:
         results = self.crawler.signals.send_catch_log(crawler_signals.page_captured, page=page,
                                                       response=response)
         if any(isinstance(result, Failure) for _, result in results):
-            # Logged by the signal manager; not stored, so the frontier keeps the URL.
-            response.meta["frontier_keep_lease"] = True
+            # Logged by the signal manager; not stored: an attempt that failed.
+            mark_failed(response.request, "capture: a page component failed")
             self.crawler.stats.inc_value("capture/errors")

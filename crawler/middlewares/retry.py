@@ -1,0 +1,56 @@
+"""Transient failures go to the frontier's retry chain, not to Scrapy's immediate retry."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.misc import load_object
+from scrapy.utils.response import response_status_message
+
+from crawler.frontier.codec import LEASE_META, mark_failed
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+class FrontierRetryMiddleware:
+    """Downloader middleware in RetryMiddleware's place (the add-on turns Scrapy's off:
+    retried at once it would only multiply attempts on a host that is struggling).
+
+    A request the frontier handed out that fails transiently (a status in Scrapy's
+    ``RETRY_HTTP_CODES``, an exception in its ``RETRY_EXCEPTIONS``; not with
+    ``dont_retry``) is marked for the frontier's retry chain (``FRONTIER_RETRY_DELAYS``)
+    and goes no further: the spider sees neither the error page nor the exception.
+    Requests of other schedulers pass untouched. Stats: ``retry/failures/<status or exception>``.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        self.stats = crawler.stats
+        self.codes = {int(code) for code in settings.getlist("RETRY_HTTP_CODES")}
+        self.exceptions = tuple(load_object(e) if isinstance(e, str) else e
+                                for e in settings.getlist("RETRY_EXCEPTIONS"))
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FrontierRetryMiddleware:
+        return cls(crawler)
+
+    def _ours(self, request: Request) -> bool:
+        return LEASE_META in request.meta and not request.meta.get("dont_retry", False)
+
+    def _fail(self, request: Request, reason: str, stat: str) -> None:
+        mark_failed(request, reason)
+        self.stats.inc_value(f"retry/failures/{stat}")
+        raise IgnoreRequest(f"{reason}: the frontier tries {request.url} again later")
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if response.status in self.codes and self._ours(request):
+            self._fail(request, response_status_message(response.status), str(response.status))
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        if isinstance(exception, self.exceptions) and self._ours(request):
+            name = type(exception).__name__
+            self._fail(request, f"{name}: {exception}", name)
