@@ -26,6 +26,8 @@ setup(
         # redis-py parses replies with it when installed: ~2x the pipelined rate here.
         "hiredis>=2",
         "warcio>=1.7,<2",
+        # The resolver behind the address guard: asynchronous, with the records' TTLs.
+        "dnspython>=2.6,<3",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "moto[server]>=5,<6",

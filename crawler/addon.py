@@ -25,9 +25,16 @@ logger = logging.getLogger(__name__)
 
 SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
 REQUEST_FINGERPRINTER_CLASS = "crawler.urls.fingerprinter.UrlFingerprinter"
+TWISTED_DNS_RESOLVER = "crawler.net.resolver.GuardedResolver"
+ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+# What the resolver reads; only these are process-level (the spider exists before add-ons run).
+RESOLVER_SETTINGS = ("NETWORK_GUARD", "NETWORK_ALLOW", "DNSCACHE_SIZE", "DNS_TIMEOUT", "DNS_MIN_TTL",
+                     "DNS_MAX_TTL", "DNS_NEGATIVE_TTL", "DNS_NAMESERVERS")
 # Components by setting, with their order; a project that sets one to None keeps it off.
 COMPONENTS = {
     "DOWNLOADER_MIDDLEWARES": {
+        # Before robots.txt: a refused host gets no robots.txt fetch either.
+        "crawler.middlewares.address_guard.AddressGuardMiddleware": 90,
         "crawler.middlewares.robots.RobotsMiddleware": 100,
         "crawler.middlewares.content.HtmlOnlyMiddleware": 650,
     },
@@ -51,6 +58,18 @@ def default_names() -> list[str]:
 
 class PoliteCrawler:
     """Scrapy add-on: the whole crawler, on any spider of the project."""
+
+    @classmethod
+    def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
+        """Process-level settings: the resolver (address guard, DNS TTLs), which is built
+        from these settings before any crawler exists."""
+        for name in RESOLVER_SETTINGS:
+            settings.set(name, getattr(defaults, name), priority="addon")
+        if settings.get("TWISTED_REACTOR") != ASYNCIO_REACTOR:
+            logger.warning("PoliteCrawler: TWISTED_REACTOR is not the asyncio reactor; the guarded "
+                           "resolver (%s) is not installed", TWISTED_DNS_RESOLVER)
+            return
+        settings.set("TWISTED_DNS_RESOLVER", TWISTED_DNS_RESOLVER, priority="addon")
 
     def update_settings(self, settings: BaseSettings) -> None:
         for name in default_names():
