@@ -33,7 +33,9 @@ setup(
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "moto[server]>=5,<6",
                  "scrapyd>=1.6,<1.7", "scrapyd-client>=2.0.3,<2.1",
                  # test_simhash checks our fingerprints against the simhash package's.
-                 "simhash>=2.1.2,<3"],
+                 "simhash>=2.1.2,<3",
+                 # tests/test_urls_from_network.py fuzzes the link and redirect paths.
+                 "hypothesis>=6.100"],
         # bench/ compares with these in the same run.
         "bench": ["simhash>=2.1.2,<3"],
     },

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
@@ -36,6 +37,8 @@ COMPONENTS = {
         # Before robots.txt: a refused host gets no robots.txt fetch either.
         "crawler.middlewares.address_guard.AddressGuardMiddleware": 90,
         "crawler.middlewares.robots.RobotsMiddleware": 100,
+        "crawler.middlewares.redirect.SafeMetaRefreshMiddleware": 580,
+        "crawler.middlewares.redirect.SafeRedirectMiddleware": 600,
         "crawler.middlewares.content.HtmlOnlyMiddleware": 650,
     },
     "SPIDER_MIDDLEWARES": {
@@ -83,6 +86,9 @@ class PoliteCrawler:
         self._install_scheduler(settings)
         # Ours replaces Scrapy's: both would fetch robots.txt, and Scrapy's obeys a 5xx page.
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, None)
+        # Ours skip and count a redirect to javascript: or a malformed host; Scrapy's raise.
+        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RedirectMiddleware, None)
+        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", MetaRefreshMiddleware, None)
         for name, components in COMPONENTS.items():
             for path, order in components.items():
                 settings.setdefault_in_component_priority_dict(name, load_object(path), order)
