@@ -49,6 +49,7 @@ setup(
             "page = crawler.commands.page:Command",
             "crawlstats = crawler.commands.crawlstats:Command",
             "forget = crawler.commands.forget:Command",
+            "plan = crawler.commands.plan:Command",
         ],
     },
 )
