@@ -7,9 +7,17 @@ from __future__ import annotations
 import subprocess
 from collections import Counter
 
+import pytest
 from crawling import CrawlResult, crawl_command
+from scrapy import Request
+from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
+from scrapy.utils.test import get_crawler
 from testweb import Site, TestWeb
 
+from crawler.middlewares.address_guard import AddressGuardMiddleware
+from crawler.net.addresses import AddressPolicy
+from crawler.net.dnscache import DnsCache
+from crawler.net.resolver import GuardedResolver
 from crawler.store.files import LocalStore
 
 # (URL template, reason): {port} is the test web's, so a leak would reach it and be seen.
@@ -116,3 +124,18 @@ def test_the_guard_can_be_switched_off(tmp_path):
         result = run(web, tmp_path, web.url("seed.test"), NETWORK_GUARD=False)
         hosts = {r.host for r in web.hits()}
     assert hosts == {"seed.test", "other.test"} and refused(result) == Counter()
+
+
+def test_a_refusal_at_connection_time_becomes_a_counted_ignore_request():
+    # The answer changed between the middleware's check and the connection (rebinding):
+    # the resolver refused, Scrapy raised CannotResolveHostError, the guard names why.
+    crawler = get_crawler()
+    crawler.stats.open_spider()
+    resolver = GuardedResolver(None, DnsCache(10, 60, 60, 60), AddressPolicy(), clock=lambda: 0.0)
+    resolver.cache.put("rebound.example", ["127.0.0.1"], 60, now=0.0)
+    middleware = AddressGuardMiddleware(crawler, resolver.policy, resolver)
+    request = Request("http://rebound.example/x")
+    with pytest.raises(IgnoreRequest):
+        middleware.process_exception(request, CannotResolveHostError("no results"))
+    assert crawler.stats.get_value("address_guard/refused/loopback") == 1
+    assert middleware.process_exception(Request("http://gone.example/"), CannotResolveHostError("x")) is None
