@@ -26,12 +26,16 @@ setup(
         # redis-py parses replies with it when installed: ~2x the pipelined rate here.
         "hiredis>=2",
         "warcio>=1.7,<2",
+        # The resolver behind the address guard: asynchronous, with the records' TTLs.
+        "dnspython>=2.6,<3",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "moto[server]>=5,<6",
                  "scrapyd>=1.6,<1.7", "scrapyd-client>=2.0.3,<2.1",
                  # test_simhash checks our fingerprints against the simhash package's.
-                 "simhash>=2.1.2,<3"],
+                 "simhash>=2.1.2,<3",
+                 # tests/test_urls_from_network.py fuzzes the link and redirect paths.
+                 "hypothesis>=6.100"],
         # bench/ compares with these in the same run.
         "bench": ["simhash>=2.1.2,<3"],
     },
@@ -46,6 +50,7 @@ setup(
             "crawlstats = crawler.commands.crawlstats:Command",
             "forget = crawler.commands.forget:Command",
             "deadletters = crawler.commands.deadletters:Command",
+            "plan = crawler.commands.plan:Command",
         ],
     },
 )

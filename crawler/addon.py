@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
@@ -25,12 +26,22 @@ logger = logging.getLogger(__name__)
 
 SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
 REQUEST_FINGERPRINTER_CLASS = "crawler.urls.fingerprinter.UrlFingerprinter"
+TWISTED_DNS_RESOLVER = "crawler.net.resolver.GuardedResolver"
+ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+# What the resolver reads; only these are process-level (the spider exists before add-ons run).
+RESOLVER_SETTINGS = ("NETWORK_GUARD", "NETWORK_ALLOW", "DNSCACHE_SIZE", "DNS_TIMEOUT", "DNS_MIN_TTL",
+                     "DNS_MAX_TTL", "DNS_NEGATIVE_TTL", "DNS_NAMESERVERS")
 # Components by setting, with their order; a project that sets one to None keeps it off.
 COMPONENTS = {
     "DOWNLOADER_MIDDLEWARES": {
+        # Last to see responses and exceptions: the guard has had its say (a refused
+        # address is not retried), and Scrapy's RetryMiddleware, were it on, retried first.
+        "crawler.middlewares.retry.FrontierRetryMiddleware": 80,
+        # Before robots.txt: a refused host gets no robots.txt fetch either.
+        "crawler.middlewares.address_guard.AddressGuardMiddleware": 90,
         "crawler.middlewares.robots.RobotsMiddleware": 100,
-        # Sees responses before Scrapy's RetryMiddleware (550) would, were it on.
-        "crawler.middlewares.retry.FrontierRetryMiddleware": 560,
+        "crawler.middlewares.redirect.SafeMetaRefreshMiddleware": 580,
+        "crawler.middlewares.redirect.SafeRedirectMiddleware": 600,
         "crawler.middlewares.content.HtmlOnlyMiddleware": 650,
     },
     "SPIDER_MIDDLEWARES": {
@@ -54,6 +65,18 @@ def default_names() -> list[str]:
 class PoliteCrawler:
     """Scrapy add-on: the whole crawler, on any spider of the project."""
 
+    @classmethod
+    def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
+        """Process-level settings: the resolver (address guard, DNS TTLs), which is built
+        from these settings before any crawler exists."""
+        for name in RESOLVER_SETTINGS:
+            settings.set(name, getattr(defaults, name), priority="addon")
+        if settings.get("TWISTED_REACTOR") != ASYNCIO_REACTOR:
+            logger.warning("PoliteCrawler: TWISTED_REACTOR is not the asyncio reactor; the guarded "
+                           "resolver (%s) is not installed", TWISTED_DNS_RESOLVER)
+            return
+        settings.set("TWISTED_DNS_RESOLVER", TWISTED_DNS_RESOLVER, priority="addon")
+
     def update_settings(self, settings: BaseSettings) -> None:
         for name in default_names():
             settings.set(name, getattr(defaults, name), priority="addon")
@@ -66,6 +89,9 @@ class PoliteCrawler:
         self._install_scheduler(settings)
         # Ours replaces Scrapy's: both would fetch robots.txt, and Scrapy's obeys a 5xx page.
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, None)
+        # Ours skip and count a redirect to javascript: or a malformed host; Scrapy's raise.
+        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RedirectMiddleware, None)
+        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", MetaRefreshMiddleware, None)
         for name, components in COMPONENTS.items():
             for path, order in components.items():
                 settings.setdefault_in_component_priority_dict(name, load_object(path), order)

@@ -25,6 +25,24 @@ RETRY_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
 # The telnet console is another control port: off.
 TELNETCONSOLE_ENABLED = False
+# Host names whose DNS answers are kept (Scrapy: 10,000), by GuardedResolver.
+DNSCACHE_SIZE = 100_000
+# A DNS lookup (A and AAAA together) that takes longer fails (Scrapy: 60 s).
+DNS_TIMEOUT = 10.0
+
+# --- Network edge: the address guard and the resolver ----------------------------
+# Refuse connections to loopback, private, link-local, metadata... addresses (the seeds' hosts excepted).
+NETWORK_GUARD = True
+# Networks (CIDR) and host names the guard allows besides the seeds' hosts.
+NETWORK_ALLOW = []
+# A DNS answer is kept for its TTL, but at least this long (seconds)...
+DNS_MIN_TTL = 60.0
+# ...and at most this long.
+DNS_MAX_TTL = 3600.0
+# A failed lookup (NXDOMAIN, no address, timeout) is kept this long before it is asked again.
+DNS_NEGATIVE_TTL = 60.0
+# Nameservers to ask ("ip" or "ip:port"), e.g. a local caching resolver; empty: the system's.
+DNS_NAMESERVERS = []
 
 # --- URL policy ----------------------------------------------------------------
 # Query parameter names dropped by normalisation (full match, any case).
@@ -75,8 +93,10 @@ ROBOTSTXT_USER_AGENT = ""
 ROBOTSTXT_CACHE_TTL = 86400.0
 # An unreachable robots.txt disallows the host; fetched again after this, doubling.
 ROBOTSTXT_RETRY_DELAY = 60.0
-# Requests wait for this many failed robots.txt fetches in a row, then are dropped.
+# Requests wait for this many failed robots.txt fetches in a row (the first included), then are dropped.
 ROBOTSTXT_RETRY_TIMES = 4
+# Hosts whose parsed robots.txt rules are kept in memory (least recently used dropped first).
+ROBOTSTXT_CACHE_SIZE = 10_000
 # Honour Crawl-delay as a floor on a host's gap, up to this many seconds.
 ROBOTSTXT_CRAWL_DELAY = True
 ROBOTSTXT_CRAWL_DELAY_MAX = 60.0

@@ -13,8 +13,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "crawler"
 DOCS = PACKAGE.parent / "docs" / "settings.md"
 # Scrapy components and the project's wiring: cores must not depend on them.
 ADAPTERS = ("crawler.middlewares", "crawler.pipelines", "crawler.spiders", "crawler.commands",
-            "crawler.addon", "crawler.frontier.scheduler", "crawler.settings")
-CORES = ("urls", "robots", "dedup", "extract", "store", "frontier")
+            "crawler.addon", "crawler.frontier.scheduler", "crawler.net.resolver", "crawler.settings")
+CORES = ("urls", "robots", "dedup", "extract", "store", "frontier", "net", "plan")
 
 
 def imports_of(path: Path) -> set[str]:

@@ -54,7 +54,18 @@ def test_offsite_and_non_http_links_are_dropped_and_counted():
                                                 "javascript:void(0)", "http://www.example.com/x"])
     assert found == ["http://www.example.com/x"]
     assert f.stats.get_value("links/dropped/offsite") == 1
-    assert f.stats.get_value("links/dropped/not_http") == 2
+    assert f.stats.get_value("urls/rejected/scheme") == 2
+
+
+def test_malformed_hosts_ports_and_ipv6_literals_are_rejected_by_reason():
+    f = follower()
+    hrefs = ["http://[::1/", "http://[zz]/", "http://example.com:99999/", "http://example.com:x/",
+             "http://exa mple.com/", "http:///x"]
+    assert f.new_links("http://example.com/", hrefs) == []
+    stats = f.stats.get_stats()
+    assert {k: v for k, v in stats.items() if k.startswith("urls/rejected/")} == {
+        "urls/rejected/bad_ipv6": 2, "urls/rejected/bad_port": 2,
+        "urls/rejected/bad_host": 1, "urls/rejected/no_host": 1}
 
 
 def test_url_length_cap_drops_long_urls():

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
 from testweb import RESET, Site, TestWeb
 
-from crawler.robots.cache import RobotsCachePolicy, RobotsEntry
+from crawler.robots.cache import RobotsCachePolicy, RobotsEntry, RobotsLru
 from crawler.robots.rules import RobotsRules
 
 BOT = {"USER_AGENT": "TestBot/1.0 (+http://example.test/bot)", "ROBOTSTXT_OBEY": True,
@@ -61,7 +62,8 @@ def test_redirects_are_followed_five_times_across_hosts(crawl, tmp_path, hops, o
     rules = Site("rules.test", pages=1, robots_txt=FORBID_2)
     with TestWeb([site, rules]) as web:
         site.redirects[chain[-1]] = web.url("rules.test", "/robots.txt")
-        result = crawl(web, tmp_path, "seeds=" + web.url("r.test"), **BOT)
+        # robots.txt redirects to another test host: both are on loopback.
+        result = crawl(web, tmp_path, "seeds=" + web.url("r.test"), NETWORK_ALLOW="127.0.0.0/8", **BOT)
         hits = web.hits()
     assert result.returncode == 0, result.log[-3000:]
     fetched = {r.path for r in hits if r.host == "r.test"}
@@ -79,16 +81,26 @@ def test_4xx_means_no_rules(crawl, tmp_path, status):
     assert len(result.records) == 4
 
 
-@pytest.mark.parametrize("answer", [500, 503, 429, RESET], ids=["500", "503", "429", "reset"])
-def test_unreachable_robots_disallows_the_whole_host(crawl, tmp_path, answer):
+@pytest.mark.parametrize("answer, kind", [(500, "5xx"), (503, "5xx"), (429, "429"), (RESET, "connection")],
+                         ids=["500", "503", "429", "reset"])
+def test_unreachable_robots_disallows_the_whole_host(crawl, tmp_path, answer, kind):
     site = Site("r.test", pages=4, statuses={"/robots.txt": answer})
-    result, hits = crawl_site(crawl, tmp_path, site)
+    result, hits = crawl_site(crawl, tmp_path, site, ROBOTSTXT_RETRY_TIMES=3)
     assert pages(hits) == set()
-    assert len(robots_hits(hits)) == 3  # first try and ROBOTSTXT_RETRY_TIMES=2 retries
+    assert len(robots_hits(hits)) == 3  # exactly ROBOTSTXT_RETRY_TIMES attempts
     gaps = [b.start - a.end for a, b in itertools.pairwise(robots_hits(hits))]
     assert gaps[0] >= 0.3 - 0.01 and gaps[1] >= 0.6 - 0.01  # retried with doubling backoff
     assert result.records == []
     assert result.stats["robotstxt/forbidden"] == 1
+    assert result.stats[f"robotstxt/error/{kind}"] == 3
+    warnings = [line for line in result.log.splitlines() if "WARNING" in line and "robots.txt of" in line]
+    assert len(warnings) == 3 and "attempt 3 of 3" in warnings[-1]
+
+
+def test_the_default_four_attempts_are_four_fetches(crawl, tmp_path):
+    site = Site("r.test", pages=2, statuses={"/robots.txt": 503})
+    _, hits = crawl_site(crawl, tmp_path, site, ROBOTSTXT_RETRY_TIMES=4, ROBOTSTXT_RETRY_DELAY=0.05)
+    assert len(robots_hits(hits)) == 4
 
 
 def test_an_html_error_page_under_503_is_not_parsed_as_rules(crawl, tmp_path):
@@ -225,3 +237,30 @@ def test_sitemap_index_with_gzip_children_feeds_the_frontier(crawl, tmp_path):
     assert lastmod["0.html"] == "2026-11-01" and lastmod["1.html"] == "2026-11-03"
     assert result.stats["sitemap/urls"] == 3  # /hidden/2.html queued, then refused at fetch time
     assert result.stats["robotstxt/forbidden/2xx"] == 1
+
+
+def test_the_rules_cache_keeps_the_most_recently_used_hosts_only():
+    cache = RobotsLru(2)
+    entries = {host: RobotsEntry(RobotsRules.allow_all(), "4xx", 1.0) for host in "abc"}
+    cache.put("a", entries["a"])
+    cache.put("b", entries["b"])
+    assert cache.get("a") is entries["a"]  # a is now the most recent
+    cache.put("c", entries["c"])
+    assert len(cache) == 2 and cache.get("b") is None and cache.get("a") is entries["a"]
+
+
+def test_cached_entries_hold_parsed_rules_not_bodies():
+    assert "body" not in {f.name for f in dataclasses.fields(RobotsEntry)}
+
+
+def test_a_refused_connection_is_an_error_of_its_kind_logged_at_warning(crawl, tmp_path):
+    from redis_server import free_port
+
+    with TestWeb([Site("r.test", pages=1)]) as web:
+        closed = f"http://r.test:{free_port()}/"  # nothing listens there
+        result = crawl(web, tmp_path, "seeds=" + closed, **{**BOT, "ROBOTSTXT_RETRY_TIMES": 1})
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stats["robotstxt/error/refused"] == 1
+    assert result.stats["robotstxt/forbidden"] == 1
+    assert any("WARNING" in line and "unreachable (refused, attempt 1 of 1)" in line
+               for line in result.log.splitlines())

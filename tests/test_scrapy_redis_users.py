@@ -57,6 +57,8 @@ def test_a_redis_spider_runs_on_the_polite_frontier_with_its_seeds_pushed(tmp_pa
             project, "crawl", "pages", "-o", "items.jsonl",
             "-s", f"REDIS_HOST={host}", "-s", f"REDIS_PORT={port}", "-s", "CRAWL_ID=shop",
             "-s", "TWISTED_DNS_RESOLVER=testweb.LoopbackResolver",
+            # A RedisSpider schedules its seeds itself (engine.crawl): the guard is told their host.
+            "-s", "NETWORK_ALLOW=shop.test",
             "-s", f"STORE_URI={tmp_path / 'store'}", "-s", "POLITENESS_MIN_DELAY=0.1",
             "-s", "POLITENESS_DELAY_FACTOR=0", env=web.subprocess_env(),
         )

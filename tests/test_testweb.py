@@ -36,6 +36,8 @@ from testweb import (  # noqa: E402
     relative_href,
 )
 
+from crawler.net.addresses import AddressPolicy  # noqa: E402
+
 # No proxies (an http_proxy in the environment must not see test traffic), no redirects.
 _OPENER = urllib.request.build_opener(
     urllib.request.ProxyHandler({}),
@@ -535,12 +537,12 @@ def test_loopback_resolver_without_reactor(monkeypatch) -> None:
     from twisted.python.failure import Failure
 
     monkeypatch.setenv("TESTWEB_ADDRESSES", '{"b.test": "127.0.0.2"}')
-    resolver = LoopbackResolver(object(), 10000, 5.0)
-    assert _result(resolver.getHostByName("a.test")) == "127.0.0.1"
-    assert _result(resolver.getHostByName("b.test")) == "127.0.0.2"
-    assert _result(resolver.getHostByName("127.0.0.9")) == "127.0.0.9"
-    for name in ("10.1.2.3", "8.8.8.8"):
-        failure = _result(resolver.getHostByName(name))
+    resolver = LoopbackResolver(object(), policy=AddressPolicy(allow=["127.0.0.0/8"]))
+    assert _result(resolver.addresses("a.test")) == ["127.0.0.1"]
+    assert _result(resolver.addresses("b.test")) == ["127.0.0.2"]
+    assert _result(resolver.addresses("127.0.0.9")) == ["127.0.0.9"]
+    for name in ("10.1.2.3", "0x0a010203", "8.8.8.8", "example.com"):
+        failure = _result(resolver.addresses(name))
         assert isinstance(failure, Failure)
         assert failure.check(DNSLookupError)
 
@@ -569,6 +571,7 @@ class Probe(scrapy.Spider):
 
 process = CrawlerProcess({
     "TWISTED_DNS_RESOLVER": "testweb.LoopbackResolver", "LOG_LEVEL": "ERROR",
+    "NETWORK_ALLOW": ["127.0.0.0/8"],  # the test web's hosts, loopback all
     "ROBOTSTXT_OBEY": False, "RETRY_ENABLED": False, "TELNETCONSOLE_ENABLED": False,
 })
 process.crawl(Probe)

@@ -47,9 +47,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from scrapy.resolver import CachingThreadedResolver
 from twisted.internet import defer
 from twisted.internet.error import DNSLookupError
+
+from crawler.net.addresses import parse_host
+from crawler.net.resolver import GuardedResolver
 
 __all__ = [
     "DEFAULT_DROP_PARAMS",
@@ -1081,14 +1083,6 @@ def is_loopback(address: str) -> bool:
         return False
 
 
-def _is_ip_literal(name: str) -> bool:
-    try:
-        ipaddress.ip_address(name.strip("[]"))
-    except ValueError:
-        return False
-    return True
-
-
 def parse_addresses(text: str | None) -> dict[str, str]:
     """Parse a ``TESTWEB_ADDRESSES`` JSON object; every address must be loopback."""
     if not text:
@@ -1124,46 +1118,40 @@ def loopback_address(name: str, addresses: Mapping[str, str] | None = None) -> s
     return None
 
 
-class LoopbackResolver(CachingThreadedResolver):
+class LoopbackResolver(GuardedResolver):
     """Scrapy DNS resolver that keeps every connection on this machine.
 
-    ``*.test`` names resolve to 127.0.0.1 (or their ``TESTWEB_ADDRESSES`` entry) at
-    once; other names go to Scrapy's caching threaded resolver and fail with
-    ``DNSLookupError`` unless they resolve into 127.0.0.0/8. Set
+    ``*.test`` names and ``localhost`` resolve to 127.0.0.1 (or their
+    ``TESTWEB_ADDRESSES`` entry) at once; loopback IP literals are themselves; any other
+    name or literal fails with ``DNSLookupError``, with no query sent. Set
     ``TWISTED_DNS_RESOLVER = "testweb.LoopbackResolver"`` with ``tests/`` importable.
-    It only guards Twisted-based download handlers (the default HTTP/1.1 one).
+    It is the crawler's :class:`~crawler.net.resolver.GuardedResolver` otherwise: the
+    address guard and the DNS cache apply as in a real crawl. It only guards
+    Twisted-based download handlers (the default HTTP/1.1 one).
     """
 
-    def __init__(
-        self,
-        reactor: Any,
-        cache_size: int,
-        timeout: float,
-        addresses: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(reactor, cache_size, timeout)
+    def __init__(self, reactor: Any, *args: Any, addresses: Mapping[str, str] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(reactor, *args, **kwargs)
         if addresses is None:
             addresses = parse_addresses(os.environ.get(ADDRESSES_ENV))
-        self.addresses: dict[str, str] = dict(addresses)
+        self.addresses_by_name: dict[str, str] = dict(addresses)
 
-    def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> defer.Deferred[str]:
+    def addresses(self, host: str) -> defer.Deferred[list[str]]:
+        literal = parse_host(host)  # every spelling: 0x0a000001 is 10.0.0.1
+        # The guard's refusal, with its reason, comes first; then the test web's own.
+        if literal is not None and not is_loopback(str(literal)) and self.policy.check(host, literal) is None:
+            return defer.fail(DNSLookupError(f"testweb refuses non-loopback address {host}"))
+        return super().addresses(host)
+
+    def _query(self, name: str) -> defer.Deferred[tuple[list[str], float]]:
         try:
-            address = loopback_address(name, self.addresses)
+            address = loopback_address(name, self.addresses_by_name)
         except ValueError as exc:
             return defer.fail(DNSLookupError(str(exc)))
-        if address is not None:
-            return defer.succeed(address)
-        if _is_ip_literal(name):
-            return defer.fail(DNSLookupError(f"testweb refuses non-loopback address {name}"))
-        deferred = super().getHostByName(name, timeout)
-        deferred.addCallback(_only_loopback, name)
-        return deferred
-
-
-def _only_loopback(address: str, name: str) -> str:
-    if not is_loopback(address):
-        raise DNSLookupError(f"testweb refuses {name}: {address} is not a loopback address")
-    return address
+        if address is None:
+            return defer.fail(DNSLookupError(f"testweb refuses {name}: not a test name"))
+        return defer.succeed(([address], 300.0))
 
 
 # --------------------------------------------------------------------------- demo / CLI

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadConnectionRefusedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    NotConfigured,
+    StopDownload,
+)
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
@@ -18,8 +25,10 @@ from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
-from crawler.robots.cache import RobotsCachePolicy, RobotsEntry, SharedRobotsCache
+from crawler.robots.cache import RobotsCachePolicy, RobotsEntry, RobotsLru, SharedRobotsCache
 from crawler.robots.rules import ROBOTS_MAX_BYTES, RobotsRules, product_token
+from crawler.urls.normalize import normalize_url
+from crawler.urls.rejects import rejection_reason
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -37,6 +46,19 @@ def _status_class(status: int) -> str:
     return "429" if status == 429 else f"{status // 100}xx"
 
 
+def _error_kind(error: Exception) -> str:
+    """What a failed robots.txt download ran into, for ``robotstxt/error/<kind>``."""
+    if isinstance(error, DownloadTimeoutError | TimeoutError):
+        return "timeout"
+    if isinstance(error, DownloadConnectionRefusedError | ConnectionRefusedError):
+        return "refused"
+    if isinstance(error, CannotResolveHostError):
+        return "dns"
+    if isinstance(error, IgnoreRequest):
+        return "ignored"  # by a middleware: the address guard, offsite...
+    return "connection"
+
+
 class RobotsMiddleware:
     """Downloader middleware obeying robots.txt as RFC 9309 says (``ROBOTSTXT_OBEY``).
 
@@ -50,7 +72,9 @@ class RobotsMiddleware:
       3xx: up to 5 redirects followed, across hosts, applied to the original host
       (more: unavailable); 4xx: unavailable, all allowed; 5xx, 429, timeout or
       connection failure: unreachable, all disallowed, fetched again with backoff;
-    - answers expire after ``ROBOTSTXT_CACHE_TTL`` (24 h);
+    - answers expire after ``ROBOTSTXT_CACHE_TTL`` (24 h); the parsed rules (not the
+      bodies) of at most ``ROBOTSTXT_CACHE_SIZE`` hosts are kept, least recently used
+      dropped first;
     - the group is chosen by the exact product token ``ROBOTSTXT_USER_AGENT``
       (default: from ``USER_AGENT``);
     - Crawl-delay (capped at ``ROBOTSTXT_CRAWL_DELAY_MAX``, off with
@@ -65,14 +89,17 @@ class RobotsMiddleware:
     A request refused by the rules is dropped (``IgnoreRequest``), counted in
     ``robotstxt/forbidden`` and ``robotstxt/forbidden/<status class>``. A request to
     an unreachable host goes back to the frontier to wait for the next robots.txt
-    attempt when a frontier listens to ``crawler.signals.host_unavailable``, for up
-    to ``ROBOTSTXT_RETRY_TIMES`` failed attempts in a row; otherwise, or after that,
-    it is dropped as forbidden.
+    attempt when a frontier listens to ``crawler.signals.host_unavailable``, until
+    ``ROBOTSTXT_RETRY_TIMES`` attempts in a row have failed; otherwise, or after that,
+    it is dropped as forbidden. Each failed attempt is logged at WARNING and counted in
+    ``robotstxt/error/<kind>`` (``5xx``, ``429``, ``timeout``, ``refused``, ``dns``,
+    ``connection``, ``ignored``).
     """
 
     def __init__(self, crawler: Crawler, token: str, policy: RobotsCachePolicy,
                  crawl_delay_max: float | None, retry_times: int = defaults.ROBOTSTXT_RETRY_TIMES,
-                 sitemap_follow: bool = False, clock: Callable[[], float] = time.time) -> None:
+                 sitemap_follow: bool = False, clock: Callable[[], float] = time.time,
+                 cache_size: int = defaults.ROBOTSTXT_CACHE_SIZE) -> None:
         self.crawler = crawler
         self.sitemap_follow = sitemap_follow
         self.token = token
@@ -81,7 +108,7 @@ class RobotsMiddleware:
         self.shared: SharedRobotsCache | None = None
         self.crawl_delay_max = crawl_delay_max
         self.clock = clock
-        self._entries: dict[str, RobotsEntry] = {}
+        self._entries = RobotsLru(cache_size)
         self._waiting: dict[str, list[Deferred]] = {}
 
     @classmethod
@@ -103,6 +130,7 @@ class RobotsMiddleware:
             s.getfloat("ROBOTSTXT_CRAWL_DELAY_MAX", defaults.ROBOTSTXT_CRAWL_DELAY_MAX) if honour else None,
             s.getint("ROBOTSTXT_RETRY_TIMES", defaults.ROBOTSTXT_RETRY_TIMES),
             s.getbool("SITEMAP_FOLLOW", defaults.SITEMAP_FOLLOW),
+            cache_size=s.getint("ROBOTSTXT_CACHE_SIZE", defaults.ROBOTSTXT_CACHE_SIZE),
         )
         crawler.signals.connect(middleware._bytes_received, signal=signals.bytes_received)
         if uses_redis(s):
@@ -135,7 +163,7 @@ class RobotsMiddleware:
                 if any(result is True for _, result in results):
                     return request.replace(dont_filter=True)
             return None
-        if entry.rules.kind == "disallow_all" and entry.failures <= self.retry_times:
+        if entry.rules.kind == "disallow_all" and entry.failures < self.retry_times:
             results = self.crawler.signals.send_catch_log(
                 crawler_signals.host_unavailable, host=parts.hostname, until=entry.expires
             )
@@ -158,20 +186,20 @@ class RobotsMiddleware:
             return await maybe_deferred_to_future(waiter), False
         shared = self.shared.load(origin, self.token) if self.shared else None
         if shared is not None and shared.expires > self.clock():
-            self._entries[origin] = shared  # another worker fetched it
+            self._entries.put(origin, shared)  # another worker fetched it
             return shared, False
         self._waiting[origin] = []
         try:
-            status_class, body = await self._fetch(origin)
+            status_class, body, error = await self._fetch(origin)
         except Exception:  # a bug must not leave the waiting requests hanging
             logger.exception("robots.txt of %s: fetch failed", origin)
-            status_class, body = "unreachable", None
+            status_class, body, error = "unreachable", None, "bug"
         rules = self._rules(status_class, body)
-        entry = self.policy.after_fetch(entry or shared, rules, status_class, self.clock(), body)
-        self._entries[origin] = entry
+        entry = self.policy.after_fetch(entry or shared, rules, status_class, self.clock())
+        self._entries.put(origin, entry)
         if self.shared:
-            self.shared.save(origin, entry)
-        self._announce(origin, entry, rules)
+            self.shared.save(origin, entry, body)
+        self._announce(origin, entry, rules, error)
         for waiter in self._waiting.pop(origin):
             waiter.callback(entry)
         return entry, True
@@ -184,11 +212,17 @@ class RobotsMiddleware:
             return RobotsRules.allow_all()
         return None
 
-    def _announce(self, origin: str, entry: RobotsEntry, rules: RobotsRules | None) -> None:
+    def _announce(self, origin: str, entry: RobotsEntry, rules: RobotsRules | None,
+                  error: str | None) -> None:
         self.stats.inc_value(f"robotstxt/fetched/{entry.status_class}")
         if rules is None:
-            logger.info("robots.txt of %s unreachable (%s): host disallowed, next attempt in %.0f s",
-                        origin, entry.status_class, entry.expires - self.clock())
+            self.stats.inc_value(f"robotstxt/error/{error}")
+            if entry.failures < self.retry_times:
+                then = f"next attempt in {entry.expires - self.clock():.0f} s"
+            else:
+                then = f"its requests are dropped after {entry.failures} failed attempt(s)"
+            logger.warning("robots.txt of %s unreachable (%s, attempt %d of %d): host disallowed, %s",
+                           origin, error, entry.failures, max(1, self.retry_times), then)
             return
         if self.sitemap_follow and rules.sitemaps:
             self.crawler.signals.send_catch_log(
@@ -199,8 +233,8 @@ class RobotsMiddleware:
             host = urlsplit(origin).hostname  # as the frontier keys hosts: no port, no brackets
             self.crawler.signals.send_catch_log(crawler_signals.robots_crawl_delay, host=host, delay=delay)
 
-    async def _fetch(self, origin: str) -> tuple[str, bytes | None]:
-        """(status class, body when 2xx) of ``origin``'s robots.txt."""
+    async def _fetch(self, origin: str) -> tuple[str, bytes | None, str | None]:
+        """(status class, body when 2xx, error kind when unreachable) of ``origin``'s robots.txt."""
         url = origin + "/robots.txt"
         for _ in range(MAX_REDIRECTS + 1):
             request = Request(url, priority=1000, dont_filter=True, meta={
@@ -211,17 +245,30 @@ class RobotsMiddleware:
                 response: Response = await self.crawler.engine.download_async(request)
             except Exception as error:  # timeout, refused, reset, DNS: unreachable
                 logger.debug("robots.txt %s: %r", url, error)
-                return "unreachable", None
+                return "unreachable", None, _error_kind(error)
             status = response.status
             if 300 <= status < 400 and b"Location" in response.headers:
-                url = urljoin(url, response.headers[b"Location"].decode("latin-1"))
+                url = self._redirect_target(url, response.headers[b"Location"].decode("latin-1"))
+                if url is None:
+                    return "redirects", None, None  # nowhere to go: unavailable, as too many
                 continue
             if 200 <= status < 300:
-                return "2xx", response.body[:ROBOTS_MAX_BYTES + 1]
+                return "2xx", response.body[:ROBOTS_MAX_BYTES + 1], None
             if 400 <= status < 500 and status != 429:
-                return "4xx", None
-            return _status_class(status), None  # 5xx, 429, odd codes: unreachable
-        return "redirects", None  # more than 5: unavailable (2.3.1.2)
+                return "4xx", None, None
+            return _status_class(status), None, _status_class(status)  # 5xx, 429, odd codes: unreachable
+        return "redirects", None, None  # more than 5: unavailable (2.3.1.2)
+
+    def _redirect_target(self, url: str, location: str) -> str | None:
+        """Where a robots.txt redirect goes, or None (counted in ``urls/rejected/<reason>``)."""
+        try:
+            target = urljoin(url, location)
+        except ValueError:  # a malformed IPv6 literal
+            target = location
+        if normalize_url(target) is None:
+            self.stats.inc_value(f"urls/rejected/{rejection_reason(target)}")
+            return None
+        return target
 
     def _bytes_received(self, data: bytes, request: Request) -> None:
         """Stop a robots.txt download at ROBOTS_MAX_BYTES: a 1 GB file is not read."""

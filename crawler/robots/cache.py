@@ -1,8 +1,10 @@
-"""How long a host's robots.txt answer holds, and where a Redis crawl shares it."""
+"""How long a host's robots.txt answer holds, how many hosts' rules a worker keeps,
+and where a Redis crawl shares them."""
 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from redis import Redis, RedisError
@@ -21,7 +23,6 @@ class RobotsEntry:
     status_class: str  # "2xx", "4xx", "5xx", "unreachable", "redirects"
     expires: float
     failures: int = 0  # consecutive unreachable fetches
-    body: bytes | None = None  # the robots.txt the rules were parsed from (2xx)
 
 
 @dataclass(frozen=True)
@@ -38,22 +39,48 @@ class RobotsCachePolicy:
     retry: float = defaults.ROBOTSTXT_RETRY_DELAY
 
     def after_fetch(self, previous: RobotsEntry | None, rules: RobotsRules | None, status_class: str,
-                    now: float, body: bytes | None = None) -> RobotsEntry:
+                    now: float) -> RobotsEntry:
         """The entry after a fetch; ``rules`` None means unreachable."""
         if rules is not None:
-            return RobotsEntry(rules, status_class, now + self.ttl, body=body)
+            return RobotsEntry(rules, status_class, now + self.ttl)
         failures = (previous.failures if previous else 0) + 1
         wait = min(self.ttl, self.retry * 2 ** (failures - 1))
         if previous is not None and previous.rules.kind != "disallow_all":
-            return RobotsEntry(previous.rules, previous.status_class, now + wait, failures, previous.body)
+            return RobotsEntry(previous.rules, previous.status_class, now + wait, failures)
         return RobotsEntry(RobotsRules.disallow_all(), status_class, now + wait, failures)
+
+
+class RobotsLru:
+    """The parsed rules of at most ``size`` hosts (their bodies are not kept), least
+    recently used dropped first: a dropped host's robots.txt is fetched again when
+    it comes back. Hand-written on an OrderedDict: functools' LRU caches calls, not
+    entries set from outside."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self._entries: OrderedDict[str, RobotsEntry] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, origin: str) -> RobotsEntry | None:
+        entry = self._entries.get(origin)
+        if entry is not None:
+            self._entries.move_to_end(origin)
+        return entry
+
+    def put(self, origin: str, entry: RobotsEntry) -> None:
+        self._entries[origin] = entry
+        self._entries.move_to_end(origin)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
 
 
 class SharedRobotsCache:
     """robots.txt answers shared by the workers of a Redis crawl, so a host's robots.txt
     is fetched once for the crawl, not once per worker: ``crawl:{<id>}:robots:<origin>``
-    hashes that expire with the answer. Redis errors are logged and ignored (each worker
-    then fetches for itself)."""
+    hashes that expire with the answer, holding the robots.txt body that each worker
+    parses. Redis errors are logged and ignored (each worker then fetches for itself)."""
 
     def __init__(self, client: Redis, prefix: str) -> None:
         self.redis = client
@@ -67,24 +94,29 @@ class SharedRobotsCache:
             return None
         if not stored:
             return None
-        body = stored.get(b"body")
-        if stored[b"kind"] == b"disallow_all":
+        body, kind = stored.get(b"body"), stored[b"kind"]
+        if kind == b"disallow_all":
             rules = RobotsRules.disallow_all()
+        elif kind == b"allow_all":
+            rules = RobotsRules.allow_all()
         elif body is not None:
             rules = RobotsRules.parse(body, token)
         else:
-            rules = RobotsRules.allow_all()
+            return None  # parsed rules whose body went with an earlier answer: fetch afresh
         return RobotsEntry(rules, stored[b"status_class"].decode(), float(stored[b"expires"]),
-                           int(stored[b"failures"]), body)
+                           int(stored[b"failures"]))
 
-    def save(self, origin: str, entry: RobotsEntry) -> None:
+    def save(self, origin: str, entry: RobotsEntry, body: bytes | None) -> None:
+        """Store ``entry``; ``body`` is the robots.txt it was parsed from (None: keep the
+        stored one, as when a failed refresh keeps the earlier rules)."""
         fields = {"kind": entry.rules.kind, "status_class": entry.status_class,
                   "expires": entry.expires, "failures": entry.failures}
-        if entry.body is not None:
-            fields["body"] = entry.body
+        if body is not None:
+            fields["body"] = body
         try:
             pipe = self.redis.pipeline()
-            pipe.delete(self.prefix + origin)
+            if body is not None or entry.rules.kind != "parsed":
+                pipe.delete(self.prefix + origin)
             pipe.hset(self.prefix + origin, mapping=fields)
             pipe.expireat(self.prefix + origin, int(entry.expires) + 1)
             pipe.execute()

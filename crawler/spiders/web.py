@@ -289,7 +289,9 @@ class WebSpider(scrapy.Spider):
                 self.allowed_domains = sorted({*self.allowed_domains, domain})
             self.links.mark_seen(url)
             self.crawler.stats.inc_value("seeds/pushed")
-            self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse))
+            # A seed, as the start requests are: the address guard allows its host.
+            seed = scrapy.Request(url, callback=self.parse, meta={"is_start_request": True})
+            self.crawler.engine.crawl(seed)
 
     def parse(self, response: Response) -> Iterator[Page | scrapy.Request]:
         stats = self.crawler.stats

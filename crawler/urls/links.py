@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from crawler.urls.keys import fingerprint, registered_domain, url_host
 from crawler.urls.normalize import absolute_reference
+from crawler.urls.rejects import rejection_reason
 from crawler.urls.traps import has_repeated_segments
 
 if TYPE_CHECKING:
@@ -79,7 +80,8 @@ class _BoundedSet:
 class LinkFollower:
     """Turns a page's hrefs into new URLs that pass scope and trap rules.
 
-    Stats (by reason): ``links/new``, ``links/dropped/not_http``,
+    Stats (by reason): ``links/new``, ``urls/rejected/<reason>`` (not http or
+    https, a malformed host, port or IPv6 literal: :func:`rejection_reason`),
     ``links/dropped/offsite``, ``traps/dropped/url_length``,
     ``traps/dropped/repeated_segments``.
     """
@@ -125,7 +127,7 @@ class LinkFollower:
         in scope and trap-free, else None."""
         url = self._normalize(key)
         if url is None:
-            self.stats.inc_value("links/dropped/not_http")
+            self.stats.inc_value(f"urls/rejected/{rejection_reason(key)}")
             return None
         fp = fingerprint(url)
         if fp in self._fingerprints:

@@ -1,0 +1,100 @@
+"""``scrapy plan``: the sizes a crawl target needs (the arithmetic is :mod:`crawler.plan.sizing`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from crawler.plan.sizing import Target, parse_classes, plan, report
+
+# pages/s of one crawl process over the whole page path (bench/crawl_speed.py, docs/benchmarks.md).
+MEASURED_WORKER_RATE = 228.3
+
+
+class Command(ScrapyCommand):
+    """Prints the fetch rate, connections in flight, back queues, bandwidth, seen-set
+    memory and workers a crawl target needs. Defaults are seed 000's worked design:
+    a billion pages, 10% changing daily, 30% weekly, 60% monthly, 100 KB pages, 0.5 s
+    fetches, a 10x gap, 10 billion URLs seen, 1% Bloom false positives."""
+
+    requires_project = False
+    default_settings = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "[options]"
+
+    def short_desc(self) -> str:
+        return "Size a crawl: fetch rate, connections, back queues, bandwidth, seen set, workers"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        d = Target()
+        parser.add_argument("--pages", type=float, default=d.pages, help="pages kept fresh (default 1e9)")
+        parser.add_argument(
+            "--change",
+            default="10%:1,30%:7,60%:30",
+            help="share of the pages : days between visits, comma-separated "
+            "(default 10%%:1,30%%:7,60%%:30: 10%% change daily)",
+        )
+        parser.add_argument(
+            "--page-kb", type=float, default=d.page_bytes / 1e3, help="average page, KB (100)"
+        )
+        parser.add_argument("--latency", type=float, default=d.latency, help="seconds per fetch (0.5)")
+        parser.add_argument(
+            "--gap-factor",
+            type=float,
+            default=d.gap_factor,
+            help="gap after a fetch, x its duration (POLITENESS_DELAY_FACTOR, 10)",
+        )
+        parser.add_argument(
+            "--min-gap", type=float, default=d.min_gap, help="shortest gap, seconds (POLITENESS_MIN_DELAY, 1)"
+        )
+        parser.add_argument("--urls", type=float, default=d.urls, help="distinct URLs seen (default 1e10)")
+        parser.add_argument("--url-bytes", type=float, default=d.url_bytes, help="average URL length (80)")
+        parser.add_argument(
+            "--fp-rate",
+            type=float,
+            default=d.false_positive_rate,
+            help="Bloom seen set's false-positive rate (SEEN_SET_ERROR_RATE, 0.01)",
+        )
+        parser.add_argument(
+            "--worker-rate",
+            type=float,
+            default=MEASURED_WORKER_RATE,
+            help=f"pages/s one worker sustains, as you measured it (default {MEASURED_WORKER_RATE}: "
+            "bench/crawl_speed.py on a 2-core machine)",
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if args:
+            raise UsageError("scrapy plan takes options only (see --help)")
+        try:
+            classes = parse_classes(opts.change)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        numbers = {
+            "pages": opts.pages,
+            "page-kb": opts.page_kb,
+            "latency": opts.latency,
+            "urls": opts.urls,
+            "url-bytes": opts.url_bytes,
+            "worker-rate": opts.worker_rate,
+        }
+        bad = [name for name, value in numbers.items() if value <= 0]
+        if bad or opts.gap_factor < 0 or opts.min_gap < 0 or not 0 < opts.fp_rate < 1:
+            raise UsageError(f"out of range: {', '.join(bad) or 'gap-factor, min-gap or fp-rate'}")
+        target = Target(
+            pages=opts.pages,
+            classes=classes,
+            page_bytes=opts.page_kb * 1e3,
+            latency=opts.latency,
+            gap_factor=opts.gap_factor,
+            min_gap=opts.min_gap,
+            urls=opts.urls,
+            url_bytes=opts.url_bytes,
+            false_positive_rate=opts.fp_rate,
+            worker_rate=opts.worker_rate,
+        )
+        print("\n".join(report(target, plan(target))))

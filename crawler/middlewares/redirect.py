@@ -1,0 +1,68 @@
+"""Scrapy's redirect middlewares, with redirect targets that cannot be fetched counted
+and skipped instead of raising from inside the middleware."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.httpobj import urlparse_cached
+
+from crawler.urls.normalize import normalize_url
+from crawler.urls.rejects import rejection_reason
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+
+class _Rejected(Exception):
+    def __init__(self, reason: str, url: str) -> None:
+        super().__init__(reason, url)
+        self.reason = reason
+        self.url = url
+
+
+class _SkipBadTargets:
+    """A redirect to a non-HTTP scheme (javascript:, mailto:, data:, file:), or to a
+    malformed host, port or IPv6 literal, is counted in ``urls/rejected/<reason>``,
+    logged once per reason (then at DEBUG) and dropped (``IgnoreRequest``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._logged: set[str] = set()
+
+    def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Any:
+        try:
+            return super().process_response(request, response)  # type: ignore[misc]
+        except _Rejected as rejected:
+            reason, target = rejected.reason, rejected.url
+        except ValueError:  # urljoin or w3lib on a Location with a malformed netloc
+            target = (response.headers.get("Location") or b"").decode("latin-1")
+            if target.startswith("//"):
+                target = f"{urlparse_cached(request).scheme}:{target}"
+            reason = rejection_reason(target)
+        self.crawler.stats.inc_value(f"urls/rejected/{reason}")  # type: ignore[attr-defined]
+        level = logging.DEBUG if reason in self._logged else logging.INFO
+        self._logged.add(reason)
+        logger.log(level, "Redirect from %s to %r skipped (%s)", request.url, target, reason)
+        raise IgnoreRequest(f"redirect target rejected ({reason}): {target!r}")
+
+    def _build_redirect_request(
+        self, source_request: Request, response: Response, *, url: str, **kwargs: Any
+    ) -> Request:
+        if normalize_url(url) is None:
+            raise _Rejected(rejection_reason(url), url)
+        return super()._build_redirect_request(source_request, response, url=url, **kwargs)  # type: ignore[misc]
+
+
+class SafeRedirectMiddleware(_SkipBadTargets, RedirectMiddleware):
+    """Scrapy's RedirectMiddleware (3xx ``Location``), skipping unfetchable targets."""
+
+
+class SafeMetaRefreshMiddleware(_SkipBadTargets, MetaRefreshMiddleware):
+    """Scrapy's MetaRefreshMiddleware (``<meta http-equiv=refresh>``), skipping unfetchable targets."""

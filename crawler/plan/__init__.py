@@ -1,0 +1,1 @@
+"""Sizing a crawl from its target: the arithmetic behind ``scrapy plan``."""
