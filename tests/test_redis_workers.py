@@ -131,30 +131,41 @@ def test_the_others_take_over_a_killed_workers_urls_within_90_s_with_default_set
         seeds = [web.url(s.host) for s in sites]
         workers = start_workers(web, tmp_path, redis_url, "abc", seeds,
                                 POLITENESS_MIN_DELAY=1.0, POLITENESS_DELAY_FACTOR=10.0)
-        wait_for_hits(web, 20)
-        client = redis.Redis.from_url(redis_url)
-        victim, deadline = None, time.monotonic() + 30
-        while victim is None and time.monotonic() < deadline:  # one that holds a lease
-            victim = next((w for w in client.zrange("crawl:{shared}:workers", 0, -1)
-                           if client.scard(b"crawl:{shared}:worker:" + w)), None)
-        assert victim is not None
-        pid = int(victim.decode().split("-")[-2])
-        os.kill(pid, signal.SIGKILL)
-        killed = time.monotonic()
-        survivors = [w for w in workers if w.pid != pid]
-        for w in survivors:
-            assert w.wait(timeout=90) == 0
-        took = time.monotonic() - killed
-        print(f"kill -9 to crawl end: {took:.1f} s")
-        next(w for w in workers if w.pid == pid).wait(timeout=10)
+        try:
+            took, victim, _ = kill_one_and_wait_for_the_others(web, redis_url, workers)
+        finally:
+            for w in workers:
+                if w.poll() is None:
+                    w.kill()
+                    w.wait(timeout=10)
         expected = web.reachable(seeds)
         in_flight = {s.host: web.max_in_flight(s.host) for s in sites}
     logs = "".join((tmp_path / f"worker-{n}" / "log").read_text() for n in "abc")
-    assert f"Worker {victim.decode()} has been silent" in logs
+    assert f"Worker {victim} has been silent" in logs
     assert took < 90
     stored = {r["url"] for r in iter_records(LocalStore(tmp_path / "store"))}
     assert stored == expected
     assert set(in_flight.values()) == {1}
+
+
+def kill_one_and_wait_for_the_others(web, redis_url, workers):
+    """kill -9 a worker that holds a lease; (seconds until the others end, its id, its pid)."""
+    wait_for_hits(web, 20)
+    client = redis.Redis.from_url(redis_url)
+    victim, deadline = None, time.monotonic() + 30
+    while victim is None and time.monotonic() < deadline:  # one that holds a lease
+        victim = next((w for w in client.zrange("crawl:{shared}:workers", 0, -1)
+                       if client.scard(b"crawl:{shared}:worker:" + w)), None)
+    assert victim is not None
+    pid = int(victim.decode().split("-")[-2])
+    os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    for w in workers:
+        if w.pid != pid:
+            assert w.wait(timeout=90) == 0
+    took = time.monotonic() - killed
+    print(f"kill -9 to crawl end: {took:.1f} s")
+    return took, victim.decode(), pid
 
 
 def test_seeds_pushed_into_redis_are_crawled_and_idle_workers_close(tmp_path, redis_url):

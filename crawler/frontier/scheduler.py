@@ -89,6 +89,7 @@ class FrontierScheduler(BaseScheduler):
         self.levels = levels
         self.commit_interval = commit_interval
         self._resolving: set[str] = set()
+        self._warned: set[str] = set()
         self._closed = False
         self._outbox: deque[tuple[str, tuple]] = deque()  # frontier steps waiting for Redis
         # Leases of pages stored in files not yet uploaded, and the other way round.
@@ -303,9 +304,19 @@ class FrontierScheduler(BaseScheduler):
         fp = int.from_bytes(self.crawler.request_fingerprinter.fingerprint(request)[:8], "big")
         inherited = request.meta.pop(LEASE_META, None)
         request.meta.pop(_FETCH, None)
-        data, dropped = request_to_json(request, self.spider)
+        try:
+            data, dropped = request_to_json(request, self.spider)
+        except ValueError as error:  # its callback or errback is not a method of the spider
+            self.crawler.stats.inc_value("frontier/rejected/callback")
+            callback = getattr(request.callback, "__qualname__", request.callback)
+            self._warn_once(f"callback:{callback}", "Request for %s not queued: its callback or errback "
+                            "is not a method of the spider, so it cannot be stored (%s)", request.url, error)
+            return False
         if dropped:
             self.crawler.stats.inc_value("frontier/meta_dropped", len(dropped))
+            for key in dropped:
+                self._warn_once(f"meta:{key}", "Request for %s: meta[%r] cannot be stored as JSON; it "
+                                "is dropped from this and every later request", request.url, key)
         # A retry of the URL its lease holds goes back to the queue; that lease ends.
         if inherited is not None and inherited[0] == fp and self._write(
                 "requeue", fp, inherited[1], data, default=True):
@@ -318,6 +329,12 @@ class FrontierScheduler(BaseScheduler):
             self.crawler.stats.inc_value("frontier/enqueued")
         self._key_new_hosts()
         return added
+
+    def _warn_once(self, key: str, message: str, *args: Any) -> None:
+        """One WARNING per kind of bad request (a callback, a meta key), not one per URL."""
+        if key not in self._warned and len(self._warned) < 1000:
+            self._warned.add(key)
+            logger.warning(message, *args)
 
     def next_request(self) -> Request | None:
         self._ack_finished()
