@@ -9,6 +9,8 @@ setup(
     long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["crawler", "crawler.*"]),
+    # The Redis frontier's Lua scripts.
+    package_data={"crawler.frontier": ["lua/*.lua"]},
     python_requires=">=3.11",
     install_requires=[
         "scrapy>=2.19,<2.20",

@@ -31,296 +31,39 @@ import socket
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib import resources
 
 from redis import Redis
 
 from crawler.frontier.embedded import Claim, DeadLetter, Entry
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
 
-_COMMON = """
-local P = KEYS[1]
-local function schedule(host)
-  -- put a host in the ready set if it has queued URLs, is not held, and its group is free
-  local h = P .. 'host:' .. host
-  if redis.call('HGET', h, 'held') == '1' then return end
-  local queued = 0
-  for level = 0, tonumber(ARGV_LEVELS) - 1 do
-    queued = queued + redis.call('LLEN', P .. 'q:' .. host .. ':' .. level)
-  end
-  if queued == 0 then return end
-  local budget = tonumber(ARGV_BUDGET)
-  if budget > 0 and tonumber(redis.call('HGET', h, 'fetched') or '0') >= budget then
-    for level = 0, tonumber(ARGV_LEVELS) - 1 do
-      local q = P .. 'q:' .. host .. ':' .. level
-      local n = redis.call('LLEN', q)
-      if n > 0 then
-        redis.call('DEL', q)
-        redis.call('HINCRBY', P .. 'counters', 'queued', -n)
-        redis.call('HINCRBY', P .. 'counters', 'dropped/budget', n)
-      end
-    end
-    return
-  end
-  local g = P .. 'group:' .. redis.call('HGET', h, 'group')
-  if redis.call('HGET', g, 'busy') then return end
-  redis.call('ZADD', P .. 'ready', tonumber(redis.call('HGET', g, 'next_allowed') or '0'), host)
-end
-local function release(group)
-  local g = P .. 'group:' .. group
-  redis.call('HDEL', g, 'busy')
-  for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do schedule(member) end
-end
-local function ensure_host(host, held)
-  local h = P .. 'host:' .. host
-  if redis.call('EXISTS', h) == 0 then
-    redis.call('HSET', h, 'group', host, 'fetched', 0, 'held', held)
-    redis.call('SADD', P .. 'members:' .. host, host)
-  end
-  return h
-end
-"""
+
+def _lua(name: str) -> str:
+    """The text of a script in ``crawler/frontier/lua/``, installed with the package."""
+    return resources.files("crawler.frontier").joinpath("lua", name).read_text(encoding="utf-8")
 
 
-def _script(body: str) -> str:
-    """A Lua script: KEYS[1] the crawl prefix, ARGV[1] levels, ARGV[2] budget, then its own."""
-    common = _COMMON.replace("ARGV_LEVELS", "ARGV[1]").replace("ARGV_BUDGET", "ARGV[2]")
-    return common + body
+def _script(name: str) -> str:
+    """A Lua script of ``lua/``: KEYS[1] the crawl prefix, ARGV[1] levels, ARGV[2] budget,
+    then its own; ``common.lua`` (schedule, release, ensure_host) goes first."""
+    return _lua("common.lua") + _lua(name)
 
 
-_ADD_BODY = """
--- ARGV[3] held flag for new hosts; then (seen key, seen args, fp, host, level, request) x n
-local added = {}
-local held = ARGV[3]
-for i = 4, #ARGV, 6 do
-  local fp, host, level, request = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
-  local h = ensure_host(host, held)
-  local budget = tonumber(ARGV[2])
-  local new = SEEN_CHECK
-  if new then redis.call('HINCRBY', P .. 'counters', 'seen', 1) end
-  if new and budget > 0 and tonumber(redis.call('HGET', h, 'fetched')) >= budget then
-    redis.call('HINCRBY', P .. 'counters', 'dropped/budget', 1)
-    new = false
-  elseif not new then
-    redis.call('HINCRBY', P .. 'counters', 'dropped/seen', 1)
-  end
-  if new then
-    redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, cjson.encode({fp, request}))
-    redis.call('HINCRBY', P .. 'counters', 'queued', 1)
-    schedule(host)
-  end
-  added[#added + 1] = new and 1 or 0
-end
-return added
-"""
 # Exact: a field (the fingerprint's bits past the bucket) in a small bucket hash.
-_ADD = _script(_ADD_BODY.replace(
-    "SEEN_CHECK", "redis.call('HSETNX', P .. 'seen:' .. ARGV[i], ARGV[i + 1], '') == 1"))
+_ADD = _script("add.lua").replace(
+    "SEEN_CHECK", "redis.call('HSETNX', P .. 'seen:' .. ARGV[i], ARGV[i + 1], '') == 1")
 # Bloom: the fingerprint's k bit positions (comma-separated) in one of the bitmaps.
-_ADD_BLOOM = _script("""
-local function bloom_add(key, positions)
-  local present = true
-  for position in string.gmatch(positions, '[^,]+') do
-    if redis.call('SETBIT', key, position, 1) == 0 then present = false end
-  end
-  return not present
-end
-""" + _ADD_BODY.replace("SEEN_CHECK", "bloom_add(P .. 'bloom:' .. ARGV[i], ARGV[i + 1])"))
-
-_CLAIM = _script("""
--- ARGV[3] now, ARGV[4] lease expiry, ARGV[5] token; weights per level follow; last, the worker id
-local now = tonumber(ARGV[3])
-while true do
-  local top = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
-  if #top == 0 then return nil end
-  local host, allowed = top[1], tonumber(top[2])
-  if allowed > now then return {'wait', tostring(allowed - now)} end
-  redis.call('ZREM', P .. 'ready', host)
-  local h = P .. 'host:' .. host
-  local group = redis.call('HGET', h, 'group')
-  local g = P .. 'group:' .. group
-  local group_allowed = tonumber(redis.call('HGET', g, 'next_allowed') or '0')
-  if redis.call('HGET', h, 'held') ~= '1' and not redis.call('HGET', g, 'busy') then
-    if group_allowed > allowed then
-      schedule(host)  -- another host of its group fetched since: back at the right time
-    else
-      -- smooth weighted round robin among non-empty levels
-      local best, total, credits = -1, 0, {}
-      for level = 0, tonumber(ARGV[1]) - 1 do
-        credits[level] = tonumber(redis.call('HGET', h, 'c' .. level) or '0')
-        if redis.call('LLEN', P .. 'q:' .. host .. ':' .. level) > 0 then
-          local w = tonumber(ARGV[6 + level])
-          credits[level] = credits[level] + w
-          total = total + w
-          if best < 0 or credits[level] > credits[best] then best = level end
-        end
-      end
-      if best >= 0 then
-        credits[best] = credits[best] - total
-        for level = 0, tonumber(ARGV[1]) - 1 do redis.call('HSET', h, 'c' .. level, credits[level]) end
-        local entry = cjson.decode(redis.call('LPOP', P .. 'q:' .. host .. ':' .. best))
-        local fp, request = entry[1], entry[2]
-        redis.call('HINCRBY', P .. 'counters', 'queued', -1)
-        redis.call('HINCRBY', h, 'fetched', 1)
-        redis.call('HSET', g, 'busy', fp)
-        for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do
-          redis.call('ZREM', P .. 'ready', member)
-        end
-        local worker = ARGV[#ARGV]
-        redis.call('HSET', P .. 'lease:' .. fp, 'token', ARGV[5], 'host', host, 'level', best,
-                   'request', request, 'fetching', 1, 'worker', worker)
-        redis.call('ZADD', P .. 'leases', tonumber(ARGV[4]), fp)
-        redis.call('SADD', P .. 'worker:' .. worker, fp)
-        return {'claim', fp, ARGV[5], host, request}
-      end
-    end
-  end
-end
-""")
-
-_FETCHED = _script("""
--- ARGV[3] fp, ARGV[4] token, ARGV[5] next_allowed, ARGV[6] backoff, ARGV[7] last_gap,
--- ARGV[8] 'fetched' or 'failed' (no response)
-local l = P .. 'lease:' .. ARGV[3]
-if redis.call('HGET', l, 'token') ~= ARGV[4] or redis.call('HGET', l, 'fetching') ~= '1' then return 0 end
-redis.call('HSET', l, 'fetching', 0)
-redis.call('HINCRBY', P .. 'counters', ARGV[8], 1)
-local group = redis.call('HGET', P .. 'host:' .. redis.call('HGET', l, 'host'), 'group')
-redis.call('HSET', P .. 'group:' .. group, 'next_allowed', ARGV[5], 'backoff', ARGV[6], 'last_gap', ARGV[7])
-release(group)
-return 1
-""")
-
-_ACK = _script("""
--- ARGV[3] fp, ARGV[4] token, ARGV[5] what ends the lease: '0' an ack; '1' a requeue of
--- request ARGV[6]; '2' a retry of ARGV[6] at time ARGV[7]; '3' a dead letter of ARGV[6]
--- with error ARGV[7] at time ARGV[8]
-local fp = ARGV[3]
-local l = P .. 'lease:' .. fp
-if redis.call('HGET', l, 'token') ~= ARGV[4] then return 0 end
-local host, fetching = redis.call('HGET', l, 'host'), redis.call('HGET', l, 'fetching')
-local level = redis.call('HGET', l, 'level')
-if ARGV[5] == '1' then
-  redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, cjson.encode({fp, ARGV[6]}))
-  redis.call('HINCRBY', P .. 'counters', 'queued', 1)
-elseif ARGV[5] == '2' then
-  redis.call('ZADD', P .. 'waiting', tonumber(ARGV[7]), fp)
-  redis.call('HSET', P .. 'retry:' .. fp, 'host', host, 'level', level, 'request', ARGV[6])
-elseif ARGV[5] == '3' then
-  redis.call('HSET', P .. 'dead', fp,
-             cjson.encode({host, tonumber(level), ARGV[6], ARGV[7], tonumber(ARGV[8])}))
-  redis.call('HINCRBY', P .. 'counters', 'dead_letters', 1)
-end
-redis.call('SREM', P .. 'worker:' .. (redis.call('HGET', l, 'worker') or ''), fp)
-redis.call('DEL', l)
-redis.call('ZREM', P .. 'leases', fp)
-if fetching == '1' then
-  release(redis.call('HGET', P .. 'host:' .. host, 'group'))
-else
-  schedule(host)
-end
-return 1
-""")
-
-_REAP = _script("""
--- ARGV[3] now: requeue every expired lease; returns how many
-local expired = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', ARGV[3])
-for _, fp in ipairs(expired) do
-  local l = P .. 'lease:' .. fp
-  local host, level = redis.call('HGET', l, 'host'), redis.call('HGET', l, 'level')
-  redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, cjson.encode({fp, redis.call('HGET', l, 'request')}))
-  redis.call('HINCRBY', P .. 'counters', 'queued', 1)
-  local fetching = redis.call('HGET', l, 'fetching')
-  redis.call('SREM', P .. 'worker:' .. (redis.call('HGET', l, 'worker') or ''), fp)
-  redis.call('DEL', l)
-  redis.call('ZREM', P .. 'leases', fp)
-  local group = redis.call('HGET', P .. 'host:' .. host, 'group')
-  if fetching == '1' and redis.call('HGET', P .. 'group:' .. group, 'busy') == fp then
-    release(group)
-  else
-    schedule(host)
-  end
-end
-if #expired > 0 then redis.call('HINCRBY', P .. 'counters', 'leases/expired', #expired) end
-return #expired
-""")
-
-_DUE = _script("""
--- ARGV[3] now: queue again every URL whose retry time has come; returns how many
-local due = redis.call('ZRANGEBYSCORE', P .. 'waiting', '-inf', ARGV[3])
-for _, fp in ipairs(due) do
-  local r = P .. 'retry:' .. fp
-  local host = redis.call('HGET', r, 'host')
-  redis.call('RPUSH', P .. 'q:' .. host .. ':' .. redis.call('HGET', r, 'level'),
-             cjson.encode({fp, redis.call('HGET', r, 'request')}))
-  redis.call('HINCRBY', P .. 'counters', 'queued', 1)
-  redis.call('DEL', r)
-  redis.call('ZREM', P .. 'waiting', fp)
-  schedule(host)
-end
-return #due
-""")
-
-_REQUEUE_DEAD = _script("""
--- ARGV[3] fp, ARGV[4] request: a dead letter queued again
-local record = redis.call('HGET', P .. 'dead', ARGV[3])
-if not record then return 0 end
-local letter = cjson.decode(record)
-redis.call('HDEL', P .. 'dead', ARGV[3])
-redis.call('HINCRBY', P .. 'counters', 'dead_letters', -1)
-redis.call('RPUSH', P .. 'q:' .. letter[1] .. ':' .. letter[2], cjson.encode({ARGV[3], ARGV[4]}))
-redis.call('HINCRBY', P .. 'counters', 'queued', 1)
-schedule(letter[1])
-return 1
-""")
-
-_HEARTBEAT = _script("""
--- ARGV[3] now, ARGV[4] this worker's id, ARGV[5] worker timeout: beat, and end the leases
--- of every worker silent for longer (the reap that follows queues their URLs again).
--- Returns {worker id, its leases, seconds silent} for each worker found dead.
-local now = tonumber(ARGV[3])
-redis.call('ZADD', P .. 'workers', now, ARGV[4])
-local dead = redis.call('ZRANGEBYSCORE', P .. 'workers', '-inf', now - tonumber(ARGV[5]), 'WITHSCORES')
-local found = {}
-for i = 1, #dead, 2 do
-  local worker, beat = dead[i], tonumber(dead[i + 1])
-  local w = P .. 'worker:' .. worker
-  local fps = redis.call('SMEMBERS', w)
-  for _, fp in ipairs(fps) do redis.call('ZADD', P .. 'leases', 'XX', 0, fp) end
-  redis.call('DEL', w)
-  redis.call('ZREM', P .. 'workers', worker)
-  found[#found + 1] = {worker, #fps, tostring(now - beat)}
-end
-if #found > 0 then redis.call('HINCRBY', P .. 'counters', 'workers/lost', #found) end
-return found
-""")
-
-_KEY = _script("""
--- ARGV[3] host, ARGV[4] politeness key, ARGV[5] 'defer' until / 'delay' crawl delay / 'key'
-local host, value, what = ARGV[3], ARGV[4], ARGV[5]
-local h = ensure_host(host, '0')
-local group = redis.call('HGET', h, 'group')
-if what == 'key' then
-  if group ~= value then
-    redis.call('SREM', P .. 'members:' .. group, host)
-    redis.call('SADD', P .. 'members:' .. value, host)
-    redis.call('HSET', h, 'group', value)
-    local g = P .. 'group:' .. value
-    if redis.call('EXISTS', g) == 0 then
-      redis.call('HSET', g, 'next_allowed', redis.call('HGET', P .. 'group:' .. group, 'next_allowed') or 0)
-    end
-  end
-  redis.call('HSET', h, 'held', '0')
-elseif what == 'defer' then
-  local g = P .. 'group:' .. group
-  local now_allowed = tonumber(redis.call('HGET', g, 'next_allowed') or '0')
-  if tonumber(value) > now_allowed then redis.call('HSET', g, 'next_allowed', value) end
-else
-  redis.call('HSET', P .. 'group:' .. group, 'crawl_delay', value)
-end
-redis.call('ZREM', P .. 'ready', host)
-schedule(host)
-return 1
-""")
+_ADD_BLOOM = _lua("common.lua") + _lua("bloom_add.lua") + _lua("add.lua").replace(
+    "SEEN_CHECK", "bloom_add(P .. 'bloom:' .. ARGV[i], ARGV[i + 1])")
+_CLAIM = _script("claim.lua")
+_FETCHED = _script("fetched.lua")
+_ACK = _script("ack.lua")
+_REAP = _script("reap.lua")
+_DUE = _script("due.lua")
+_REQUEUE_DEAD = _script("requeue_dead.lua")
+_HEARTBEAT = _script("heartbeat.lua")
+_KEY = _script("key.lua")
 
 
 def default_worker_id() -> str:

@@ -1,0 +1,48 @@
+-- ARGV[3] now, ARGV[4] lease expiry, ARGV[5] token; weights per level follow; last, the worker id
+local now = tonumber(ARGV[3])
+while true do
+  local top = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
+  if #top == 0 then return nil end
+  local host, allowed = top[1], tonumber(top[2])
+  if allowed > now then return {'wait', tostring(allowed - now)} end
+  redis.call('ZREM', P .. 'ready', host)
+  local h = P .. 'host:' .. host
+  local group = redis.call('HGET', h, 'group')
+  local g = P .. 'group:' .. group
+  local group_allowed = tonumber(redis.call('HGET', g, 'next_allowed') or '0')
+  if redis.call('HGET', h, 'held') ~= '1' and not redis.call('HGET', g, 'busy') then
+    if group_allowed > allowed then
+      schedule(host)  -- another host of its group fetched since: back at the right time
+    else
+      -- smooth weighted round robin among non-empty levels
+      local best, total, credits = -1, 0, {}
+      for level = 0, tonumber(ARGV[1]) - 1 do
+        credits[level] = tonumber(redis.call('HGET', h, 'c' .. level) or '0')
+        if redis.call('LLEN', P .. 'q:' .. host .. ':' .. level) > 0 then
+          local w = tonumber(ARGV[6 + level])
+          credits[level] = credits[level] + w
+          total = total + w
+          if best < 0 or credits[level] > credits[best] then best = level end
+        end
+      end
+      if best >= 0 then
+        credits[best] = credits[best] - total
+        for level = 0, tonumber(ARGV[1]) - 1 do redis.call('HSET', h, 'c' .. level, credits[level]) end
+        local entry = cjson.decode(redis.call('LPOP', P .. 'q:' .. host .. ':' .. best))
+        local fp, request = entry[1], entry[2]
+        redis.call('HINCRBY', P .. 'counters', 'queued', -1)
+        redis.call('HINCRBY', h, 'fetched', 1)
+        redis.call('HSET', g, 'busy', fp)
+        for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do
+          redis.call('ZREM', P .. 'ready', member)
+        end
+        local worker = ARGV[#ARGV]
+        redis.call('HSET', P .. 'lease:' .. fp, 'token', ARGV[5], 'host', host, 'level', best,
+                   'request', request, 'fetching', 1, 'worker', worker)
+        redis.call('ZADD', P .. 'leases', tonumber(ARGV[4]), fp)
+        redis.call('SADD', P .. 'worker:' .. worker, fp)
+        return {'claim', fp, ARGV[5], host, request}
+      end
+    end
+  end
+end

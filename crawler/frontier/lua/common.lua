@@ -1,0 +1,41 @@
+-- Shared by every script: KEYS[1] is the crawl prefix P, ARGV[1] the priority levels, ARGV[2] the host budget.
+local P = KEYS[1]
+local function schedule(host)
+  -- put a host in the ready set if it has queued URLs, is not held, and its group is free
+  local h = P .. 'host:' .. host
+  if redis.call('HGET', h, 'held') == '1' then return end
+  local queued = 0
+  for level = 0, tonumber(ARGV[1]) - 1 do
+    queued = queued + redis.call('LLEN', P .. 'q:' .. host .. ':' .. level)
+  end
+  if queued == 0 then return end
+  local budget = tonumber(ARGV[2])
+  if budget > 0 and tonumber(redis.call('HGET', h, 'fetched') or '0') >= budget then
+    for level = 0, tonumber(ARGV[1]) - 1 do
+      local q = P .. 'q:' .. host .. ':' .. level
+      local n = redis.call('LLEN', q)
+      if n > 0 then
+        redis.call('DEL', q)
+        redis.call('HINCRBY', P .. 'counters', 'queued', -n)
+        redis.call('HINCRBY', P .. 'counters', 'dropped/budget', n)
+      end
+    end
+    return
+  end
+  local g = P .. 'group:' .. redis.call('HGET', h, 'group')
+  if redis.call('HGET', g, 'busy') then return end
+  redis.call('ZADD', P .. 'ready', tonumber(redis.call('HGET', g, 'next_allowed') or '0'), host)
+end
+local function release(group)
+  local g = P .. 'group:' .. group
+  redis.call('HDEL', g, 'busy')
+  for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do schedule(member) end
+end
+local function ensure_host(host, held)
+  local h = P .. 'host:' .. host
+  if redis.call('EXISTS', h) == 0 then
+    redis.call('HSET', h, 'group', host, 'fetched', 0, 'held', held)
+    redis.call('SADD', P .. 'members:' .. host, host)
+  end
+  return h
+end
