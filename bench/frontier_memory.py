@@ -77,8 +77,8 @@ def make_requests(start: int, stop: int, hosts: int) -> list[Any]:
 def make_entries(start: int, stop: int, hosts: int) -> list[Any]:
     from scrapy import Request
 
+    from crawler.frontier.api import Entry
     from crawler.frontier.codec import request_to_json
-    from crawler.frontier.embedded import Entry
     from crawler.frontier.policy import PriorityLevels
     from crawler.urls.keys import url_fingerprint
 
@@ -95,7 +95,8 @@ def make_entries(start: int, stop: int, hosts: int) -> list[Any]:
 
 
 def child_frontier(urls: int, hosts: int, batch: int, claims: int) -> dict[str, Any]:
-    from crawler.frontier.embedded import Claim, EmbeddedFrontier
+    from crawler.frontier.api import Claim
+    from crawler.frontier.embedded import EmbeddedFrontier
     from crawler.frontier.policy import PolitenessPolicy
 
     tmp = tempfile.TemporaryDirectory(prefix="frontier-memory-")

@@ -67,8 +67,8 @@ from scrapy_redis.dupefilter import RFPDupeFilter  # noqa: E402
 from scrapy_redis.queue import PriorityQueue  # noqa: E402
 from testweb import RequestRecord, Site, TestWeb  # noqa: E402
 
+from crawler.frontier.api import Claim, Entry  # noqa: E402
 from crawler.frontier.codec import request_to_json  # noqa: E402
-from crawler.frontier.embedded import Claim, Entry  # noqa: E402
 from crawler.frontier.policy import PolitenessPolicy  # noqa: E402
 from crawler.frontier.redis import RedisFrontier  # noqa: E402
 from crawler.urls.keys import fingerprint  # noqa: E402

@@ -8,9 +8,10 @@ import pytest
 import redis
 from redis_server import RedisServer
 
-from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
+from crawler.frontier.api import Claim, Entry
+from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
-from crawler.frontier.redis import RedisFrontier
+from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier
 from crawler.urls.keys import url_fingerprint
 
 POLICY = PolitenessPolicy(min_delay=1.0, delay_factor=10.0, max_delay=30.0, backoff_max=3600.0)
@@ -346,3 +347,24 @@ def test_bloom_seen_set_keeps_its_false_positive_rate(redis_url):
     assert not any(f.add([entry(u) for u in urls[:1000]]))  # seen ones are always seen
     size = sum(f.redis.strlen(key) for key in f.redis.keys(f.prefix + "bloom:*"))
     assert size < 1.3 * len(urls)  # ~1.2 bytes a URL
+
+
+@pytest.mark.parametrize("backend", [EmbeddedFrontier, RedisFrontier, ShardedRedisFrontier])
+def test_every_backend_has_the_contract_with_its_signatures(backend):
+    import inspect
+
+    from crawler.frontier.api import Frontier
+
+    for name, member in vars(Frontier).items():
+        if name.startswith("_") or not callable(member):
+            continue
+        ours = getattr(backend, name, None)
+        assert callable(ours), f"{backend.__name__} lacks {name}"
+        assert list(inspect.signature(ours).parameters) == list(inspect.signature(member).parameters), name
+
+
+def test_both_backends_are_frontiers(tmp_path, redis_url):
+    from crawler.frontier.api import Frontier
+
+    assert isinstance(EmbeddedFrontier(":memory:"), Frontier)
+    assert isinstance(RedisFrontier(redis.Redis.from_url(redis_url), "proto"), Frontier)

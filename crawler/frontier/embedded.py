@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from crawler.frontier.api import Claim, DeadLetter, Entry
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
 
 logger = logging.getLogger(__name__)
@@ -56,38 +57,6 @@ CREATE TABLE IF NOT EXISTS dead_letters (fp INTEGER PRIMARY KEY, error TEXT NOT 
 
 def _signed(fp: int) -> int:
     return fp - (1 << 64) if fp >= 1 << 63 else fp
-
-
-@dataclass
-class Entry:
-    """A URL offered to the frontier."""
-
-    fp: int  # 64-bit unsigned fingerprint
-    host: str  # politeness key
-    level: int
-    request: str  # JSON
-
-
-@dataclass
-class Claim:
-    """A leased URL: fetch it, report the fetch (``fetched``), then ``ack`` it."""
-
-    fp: int
-    host: str
-    token: int
-    request: str
-
-
-@dataclass
-class DeadLetter:
-    """A URL given up after its retry chain: its stored request, last error and when."""
-
-    fp: int
-    host: str
-    level: int
-    request: str
-    error: str
-    at: float
 
 
 @dataclass

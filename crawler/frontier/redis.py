@@ -35,7 +35,7 @@ from importlib import resources
 
 from redis import Redis
 
-from crawler.frontier.embedded import Claim, DeadLetter, Entry
+from crawler.frontier.api import Claim, DeadLetter, Entry
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
 
 
@@ -300,9 +300,9 @@ class RedisFrontier:
         return {"queued": self.queued, "leased": self.leased, "waiting": self.waiting,
                 "hosts/ready": int(self.redis.zcount(self.prefix + "ready", "-inf", now))}
 
-    def count(self, name: str, n: int = 1) -> None:
+    def count(self, key: str, n: int = 1) -> None:
         """Add to a crawl-wide counter (readable while the crawl runs: ``scrapy crawlstats``)."""
-        self.redis.hincrby(self.prefix + "counters", name, n)
+        self.redis.hincrby(self.prefix + "counters", key, n)
 
     def forget(self) -> int:
         """Delete every key of this crawl; returns how many."""
@@ -481,8 +481,8 @@ class ShardedRedisFrontier:
                 total[key] = total.get(key, 0) + value
         return total
 
-    def count(self, name: str, n: int = 1) -> None:
-        self.shards[0].count(name, n)
+    def count(self, key: str, n: int = 1) -> None:
+        self.shards[0].count(key, n)
 
     def forget(self) -> int:
         return sum(shard.forget() for shard in self.shards)

@@ -18,6 +18,7 @@ from twisted.internet.task import LoopingCall
 
 from crawler import defaults
 from crawler import signals as crawler_signals
+from crawler.frontier.api import Claim, Entry, Frontier
 from crawler.frontier.codec import (
     ATTEMPTS_META,
     FAILED_META,
@@ -28,7 +29,7 @@ from crawler.frontier.codec import (
 )
 from crawler.frontier.connection import redis_clients, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of, fresh_crawl_command
-from crawler.frontier.embedded import Claim, EmbeddedFrontier, Entry
+from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.policy import (
     HostBudget,
     PolitenessPolicy,
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
-
-Frontier = EmbeddedFrontier | RedisFrontier | ShardedRedisFrontier
 
 _FETCH = "_frontier_fetch"  # request.meta: [start time, status, Retry-After]
 _UPLOADS = "_frontier_uploads"  # request.meta: store files its page waits to be uploaded in

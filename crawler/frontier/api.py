@@ -1,0 +1,154 @@
+"""The frontier contract: what every backend (embedded SQLite, Redis, sharded Redis)
+does, in the words the contract tests (``tests/test_frontier.py``) check on each.
+
+Times are Unix seconds passed in by the caller, so the rules run on a fake clock in
+tests. Fingerprints are 64-bit unsigned integers (``crawler.urls.keys``); a URL's
+request is stored as JSON (``crawler.frontier.codec``). Every number and choice (the
+gap after a fetch, backoff, priority level, budget, retry delay) comes from
+``crawler.frontier.policy``; a backend only keeps state and makes each step atomic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from crawler.frontier.policy import PolitenessPolicy
+
+
+@dataclass
+class Entry:
+    """A URL offered to the frontier."""
+
+    fp: int  # 64-bit unsigned fingerprint
+    host: str  # politeness key
+    level: int
+    request: str  # JSON
+
+
+@dataclass
+class Claim:
+    """A leased URL: fetch it, report the fetch (``fetched``), then ``ack`` it."""
+
+    fp: int
+    host: str
+    token: int
+    request: str
+
+
+@dataclass
+class DeadLetter:
+    """A URL given up after its retry chain: its stored request, last error and when."""
+
+    fp: int
+    host: str
+    level: int
+    request: str
+    error: str
+    at: float
+
+
+@runtime_checkable
+class Frontier(Protocol):
+    """Priority front queues feeding one back queue per host, and a heap of the hosts'
+    earliest-allowed times. Invariants: a politeness key (a host, or every host on one
+    IP) has at most one URL leased and fetching at once, across every worker; after a
+    fetch it waits the policy's gap; a URL is queued at most once; a leased URL is
+    acked, retried, dead-lettered or, once its lease or its worker's heartbeat has
+    expired, queued again: none is lost."""
+
+    policy: PolitenessPolicy
+    lease_seconds: float
+    #: Hosts first seen since the caller last emptied this, waiting for a politeness key
+    #: (``set_politeness_key``) when new hosts are held (per-IP politeness).
+    new_hosts: list[str]
+
+    # ---- queueing
+    def add(self, entries: Iterable[Entry], force: bool = False) -> list[bool]:
+        """Queue each URL not seen before; per entry, whether it was queued. ``force``: a
+        URL already done is queued again (a revisit), where the backend can tell."""
+
+    def next(self, now: float) -> Claim | float | None:
+        """Lease a URL of a due host; else the seconds until a host is due; else None."""
+
+    # ---- the outcome of a lease (each ends it, except ``fetched``; a stale token is refused)
+    def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
+                retry_after: float | None = None) -> float | None:
+        """The fetch ended (``status`` None: no response): the host's next allowed time is
+        set by the policy and it may be leased again. The gap, or None for a stale token."""
+
+    def ack(self, fp: int, token: int) -> bool:
+        """The URL is done (stored, or nothing to store)."""
+
+    def requeue(self, fp: int, token: int, request: str) -> bool:
+        """Queue the URL again at once, as ``request``."""
+
+    def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
+        """The URL failed: keep it durably as ``request`` and queue it again at ``due``."""
+
+    def due_retries(self, now: float) -> int:
+        """Queue the URLs whose retry is due; how many."""
+
+    def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
+        """The URL failed its last try: keep it, with ``error``, as a dead letter."""
+
+    def dead_letters(self) -> list[DeadLetter]:
+        """Every dead letter, oldest first."""
+
+    def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
+        """Queue a dead letter again as ``request``; False if it is no longer one."""
+
+    # ---- liveness
+    def renew(self, fp: int, token: int, expires: float) -> None:
+        """Extend a lease its holder still works on."""
+
+    def reap(self, now: float) -> int:
+        """Queue again the URLs whose lease expired; how many."""
+
+    def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
+        """This worker is alive. Ends the leases of workers silent for longer than the
+        worker timeout (``reap`` then queues them); (worker, leases, seconds silent) each."""
+
+    # ---- host state
+    def set_politeness_key(self, name: str, key: str) -> None:
+        """Host ``name`` shares politeness with every host of ``key``; it may now be leased."""
+
+    def defer(self, name: str, until: float) -> bool:
+        """Host ``name`` is not leased before ``until``."""
+
+    def set_crawl_delay(self, name: str, delay: float) -> None:
+        """robots.txt's Crawl-delay of ``name``: a floor on its gap."""
+
+    # ---- counts
+    def count(self, key: str, n: int = 1) -> None:
+        """Add to a counter (``frontier/<key>`` in stats)."""
+
+    @property
+    def counters(self) -> dict[str, int]: ...
+
+    @property
+    def queued(self) -> int: ...
+
+    @property
+    def leased(self) -> int: ...
+
+    @property
+    def waiting(self) -> int:
+        """URLs waiting for their retry."""
+
+    def has_pending(self) -> bool:
+        """URLs queued, leased or waiting: the crawl is not finished."""
+
+    def done_count(self) -> int: ...
+
+    def gauges(self, now: float) -> dict[str, int]: ...
+
+    # ---- lifecycle
+    def commit(self) -> None:
+        """Make every step so far durable (the embedded backend batches its writes)."""
+
+    def close(self) -> None: ...
+
+    def describe(self) -> str:
+        """Where the state is, for log lines."""
