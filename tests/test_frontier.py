@@ -8,7 +8,7 @@ import pytest
 import redis
 from redis_server import RedisServer
 
-from crawler.frontier.api import Claim, Entry
+from crawler.frontier.api import Claim, Entry, Fetch
 from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
 from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier
@@ -159,6 +159,34 @@ def test_a_dead_letter_is_kept_with_its_error_and_can_be_queued_again(make_front
     assert not f.has_pending()  # a dead letter does not keep the crawl open
     assert f.requeue_dead(letter, c.request) and not f.requeue_dead(letter, c.request)
     assert f.dead_letters() == [] and claim(f, 20.0).fp == c.fp
+
+
+def test_crawl_delay_floors_the_gap_after_the_next_fetch(make_frontier):
+    f = make_frontier()
+    f.add([entry("http://a.test/1"), entry("http://a.test/2")])
+    finish(f, claim(f, 0.0), 0.0, seconds=0.2)  # last gap 2 s (10 x 0.2)
+    c = claim(f, 2.0)
+    f.set_crawl_delay("a.test", 7.0)  # robots.txt, read while the page was leased
+    assert f.fetched(c.fp, c.token, 2.0, 0.01, 200) == 7.0
+
+
+def test_claims_and_acks_in_batches_keep_one_lease_per_host(make_frontier):
+    f = make_frontier()
+    f.add([entry(f"http://h{i}.test/{j}") for i in range(5) for j in range(2)])
+    claims, wait = f.claim_many(0.0, 3)
+    assert len(claims) == 3 and wait is None and len({c.host for c in claims}) == 3
+    more, wait = f.claim_many(0.0, 10)  # two hosts left free; the rest are busy
+    assert len(more) == 2 and wait is None
+    assert {c.host for c in claims + more} == {f"h{i}.test" for i in range(5)}
+    gaps = f.fetched_many([Fetch(c.fp, c.token, 0.0, 0.01, 200) for c in claims + more])
+    assert gaps == [1.0] * 5
+    assert f.fetched_many([Fetch(claims[0].fp, claims[0].token, 0.0, 0.01, 200)]) == [None]  # reported
+    assert f.ack_many([(c.fp, c.token) for c in claims + more]) == [True] * 5
+    assert f.ack_many([(claims[0].fp, claims[0].token)]) == [False]
+    none, wait = f.claim_many(0.5, 10)
+    assert none == [] and wait == pytest.approx(0.5)  # every host waits out its gap
+    assert len(f.claim_many(1.0, 10)[0]) == 5
+    assert f.claim_many(1.0, 10) == ([], None)  # all busy
 
 
 def test_ack_without_fetch_frees_the_host(make_frontier):

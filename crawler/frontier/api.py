@@ -38,6 +38,18 @@ class Claim:
 
 
 @dataclass
+class Fetch:
+    """The end of a leased URL's fetch, as ``fetched`` takes it (``status`` None: no response)."""
+
+    fp: int
+    token: int
+    now: float
+    fetch_seconds: float
+    status: int | None
+    retry_after: float | None = None
+
+
+@dataclass
 class DeadLetter:
     """A URL given up after its retry chain: its stored request, last error and when."""
 
@@ -72,14 +84,24 @@ class Frontier(Protocol):
     def next(self, now: float) -> Claim | float | None:
         """Lease a URL of a due host; else the seconds until a host is due; else None."""
 
+    def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
+        """Up to ``limit`` claims, one per due host (Redis: one round trip); when fewer, the
+        seconds until the next host is due (None: nothing queued or every host busy)."""
+
     # ---- the outcome of a lease (each ends it, except ``fetched``; a stale token is refused)
     def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
                 retry_after: float | None = None) -> float | None:
         """The fetch ended (``status`` None: no response): the host's next allowed time is
         set by the policy and it may be leased again. The gap, or None for a stale token."""
 
+    def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
+        """``fetched`` for each, in order (Redis: two round trips for all)."""
+
     def ack(self, fp: int, token: int) -> bool:
         """The URL is done (stored, or nothing to store)."""
+
+    def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
+        """``ack`` for each (fp, token), in order (Redis: pipelined, one round trip)."""
 
     def requeue(self, fp: int, token: int, request: str) -> bool:
         """Queue the URL again at once, as ``request``."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from crawler.frontier.api import Claim, DeadLetter, Entry
+from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
 
 logger = logging.getLogger(__name__)
@@ -397,6 +397,22 @@ class EmbeddedFrontier:
                 continue
             return self._lease(host, now)
         return None
+
+    def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
+        claims: list[Claim] = []
+        while len(claims) < limit:
+            result = self.next(now)
+            if not isinstance(result, Claim):
+                return claims, result
+            claims.append(result)
+        return claims, None
+
+    def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
+        return [self.fetched(f.fp, f.token, f.now, f.fetch_seconds, f.status, f.retry_after)
+                for f in fetches]
+
+    def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
+        return [self.ack(fp, token) for fp, token in leases]
 
     def _lease(self, host: _Host, now: float) -> Claim:
         level = self.levels.pick([q > 0 for q in host.queued], host.credit)

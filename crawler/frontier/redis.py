@@ -35,7 +35,7 @@ from importlib import resources
 
 from redis import Redis
 
-from crawler.frontier.api import Claim, DeadLetter, Entry
+from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
 
 
@@ -57,6 +57,7 @@ _ADD = _script("add.lua").replace(
 _ADD_BLOOM = _lua("common.lua") + _lua("bloom_add.lua") + _lua("add.lua").replace(
     "SEEN_CHECK", "bloom_add(P .. 'bloom:' .. ARGV[i], ARGV[i + 1])")
 _CLAIM = _script("claim.lua")
+_TIMES = _script("times.lua")
 _FETCHED = _script("fetched.lua")
 _ACK = _script("ack.lua")
 _REAP = _script("reap.lua")
@@ -149,6 +150,7 @@ class RedisFrontier:
         self.new_hosts: list[str] = []
         self._scripts = {name: client.register_script(body) for name, body in (
             ("add", _ADD_BLOOM if self.bloom else _ADD), ("claim", _CLAIM), ("fetched", _FETCHED),
+            ("times", _TIMES),
             ("ack", _ACK), ("reap", _REAP), ("key", _KEY), ("heartbeat", _HEARTBEAT), ("due", _DUE),
             ("requeue_dead", _REQUEUE_DEAD))}
         self._known_hosts: set[str] = set()
@@ -190,33 +192,57 @@ class RedisFrontier:
         return [bool(flag) for flag in self._run("add", *args)]
 
     def next(self, now: float) -> Claim | float | None:
-        token = self.redis.incr(self.prefix + "tokens")
-        result = self._run("claim", now, now + self.lease_seconds, token, *self.levels.weights(),
-                           self.worker_id)
-        if result is None:
-            return None
-        if result[0] == b"wait":
-            return float(result[1])
-        _, fp, token, host, request = result
-        return Claim(int(fp, 16), host.decode(), int(token), request.decode())
+        claims, wait = self.claim_many(now, 1)
+        return claims[0] if claims else wait
+
+    def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
+        """Up to ``limit`` claims, one per due host, in one round trip; and, when fewer,
+        the seconds until the next host is due (None: nothing queued)."""
+        result = self._run("claim", now, now + self.lease_seconds, limit, self.worker_id,
+                           *self.levels.weights())
+        wait = result[0].decode()
+        claims = [Claim(int(result[i], 16), result[i + 2].decode(), int(result[i + 1]),
+                        result[i + 3].decode()) for i in range(1, len(result), 4)]
+        return claims, (float(wait) if wait else None) if len(claims) < limit else None
 
     def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
                 retry_after: float | None = None) -> float | None:
-        lease = self.redis.hmget(self.prefix + f"lease:{self._fp(fp).hex()}", "token", "host")
-        if lease[0] is None or int(lease[0]) != token:
-            return None
-        group = self.redis.hget(self.prefix + f"host:{lease[1].decode()}", "group").decode()
-        stored = self.redis.hmget(self.prefix + f"group:{group}", "backoff", "last_gap", "crawl_delay")
-        times = HostTimes(*(float(v) if v is not None else 0.0 for v in stored))
-        was_backing_off = times.backoff > 0
-        gap = self.policy.after_fetch(times, fetch_seconds, status, retry_after)
-        outcome = "failed" if status is None else "fetched"
-        if not self._run("fetched", self._fp(fp).hex(), token, now + gap, times.backoff, times.last_gap,
-                         outcome):
-            return None
-        if times.backoff and not was_backing_off:
-            self.redis.hincrby(self.prefix + "counters", "backoffs", 1)
-        return gap
+        return self.fetched_many([Fetch(fp, token, now, fetch_seconds, status, retry_after)])[0]
+
+    def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
+        """Each fetch that ended, in two round trips: the hosts' times read, the policy's
+        gaps computed here, the results written and the hosts released."""
+        if not fetches:
+            return []
+        read = self._run("times", *[a for f in fetches for a in (self._fp(f.fp).hex(), f.token)])
+        gaps: list[float | None] = []
+        args: list[object] = []
+        entering_backoff = 0
+        for f, times_read in zip(fetches, read, strict=True):
+            if not int(times_read[0]):
+                gaps.append(None)
+                continue
+            backoff, last_gap, crawl_delay = (float(v) for v in times_read[1:])
+            times = HostTimes(backoff=backoff, crawl_delay=crawl_delay, last_gap=last_gap)
+            gap = self.policy.after_fetch(times, f.fetch_seconds, f.status, f.retry_after)
+            entering_backoff += bool(times.backoff and not backoff)
+            args += [self._fp(f.fp).hex(), f.token, f.now + gap, times.backoff, times.last_gap,
+                     "failed" if f.status is None else "fetched"]
+            gaps.append(gap)
+        written = iter(self._run("fetched", *args)) if args else iter(())
+        gaps = [gap if gap is None or next(written) else None for gap in gaps]
+        if entering_backoff:
+            self.redis.hincrby(self.prefix + "counters", "backoffs", entering_backoff)
+        return gaps
+
+    def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
+        """Ack each (fp, token) lease, pipelined: one round trip."""
+        pipe = self.redis.pipeline(transaction=False)
+        base = [self.levels.levels, self.budget.pages]
+        for fp, token in leases:
+            self._scripts["ack"](keys=[self.prefix], args=[*base, self._fp(fp).hex(), token, "0", ""],
+                                 client=pipe)
+        return [bool(r) for r in pipe.execute()] if leases else []
 
     def ack(self, fp: int, token: int) -> bool:
         return bool(self._run("ack", self._fp(fp).hex(), token, "0", ""))
@@ -403,6 +429,30 @@ class ShardedRedisFrontier:
                 retry_after: float | None = None) -> float | None:
         shard, local = self._by_token(token)
         return shard.fetched(fp, local, now, fetch_seconds, status, retry_after)
+
+    def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
+        claims: list[Claim] = []
+        wait = None
+        count = len(self.shards)
+        self._turn = (self._turn + 1) % count
+        for step in range(count):
+            index = (self._turn + step) % count
+            got, shard_wait = self.shards[index].claim_many(now, limit - len(claims))
+            for claim in got:
+                claim.token = claim.token * count + index
+            claims += got
+            if shard_wait is not None:
+                wait = shard_wait if wait is None else min(wait, shard_wait)
+            if len(claims) == limit:
+                return claims, None
+        return claims, wait
+
+    def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
+        return [self.fetched(f.fp, f.token, f.now, f.fetch_seconds, f.status, f.retry_after)
+                for f in fetches]
+
+    def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
+        return [self.ack(fp, token) for fp, token in leases]
 
     def ack(self, fp: int, token: int) -> bool:
         shard, local = self._by_token(token)

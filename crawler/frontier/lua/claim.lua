@@ -1,10 +1,14 @@
--- ARGV[3] now, ARGV[4] lease expiry, ARGV[5] token; weights per level follow; last, the worker id
-local now = tonumber(ARGV[3])
-while true do
+-- ARGV[3] now, ARGV[4] lease expiry, ARGV[5] most claims, ARGV[6] worker id; weights per
+-- level follow. Claims up to ARGV[5] URLs, one per due host (each lease takes its token
+-- from P tokens). Returns {wait, fp, token, host, request, ...}: wait is the seconds until
+-- the next host is due when fewer were claimed ('' when none is queued, '0' when full).
+local now, most, worker = tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[6]
+local out = {'0'}
+while (#out - 1) / 4 < most do
   local top = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
-  if #top == 0 then return nil end
+  if #top == 0 then out[1] = ''; return out end
   local host, allowed = top[1], tonumber(top[2])
-  if allowed > now then return {'wait', tostring(allowed - now)} end
+  if allowed > now then out[1] = tostring(allowed - now); return out end
   redis.call('ZREM', P .. 'ready', host)
   local h = P .. 'host:' .. host
   local group = redis.call('HGET', h, 'group')
@@ -19,7 +23,7 @@ while true do
       for level = 0, tonumber(ARGV[1]) - 1 do
         credits[level] = tonumber(redis.call('HGET', h, 'c' .. level) or '0')
         if redis.call('LLEN', P .. 'q:' .. host .. ':' .. level) > 0 then
-          local w = tonumber(ARGV[6 + level])
+          local w = tonumber(ARGV[7 + level])
           credits[level] = credits[level] + w
           total = total + w
           if best < 0 or credits[level] > credits[best] then best = level end
@@ -30,19 +34,23 @@ while true do
         for level = 0, tonumber(ARGV[1]) - 1 do redis.call('HSET', h, 'c' .. level, credits[level]) end
         local entry = cjson.decode(redis.call('LPOP', P .. 'q:' .. host .. ':' .. best))
         local fp, request = entry[1], entry[2]
+        local token = redis.call('INCR', P .. 'tokens')
         redis.call('HINCRBY', P .. 'counters', 'queued', -1)
         redis.call('HINCRBY', h, 'fetched', 1)
         redis.call('HSET', g, 'busy', fp)
         for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do
           redis.call('ZREM', P .. 'ready', member)
         end
-        local worker = ARGV[#ARGV]
-        redis.call('HSET', P .. 'lease:' .. fp, 'token', ARGV[5], 'host', host, 'level', best,
+        redis.call('HSET', P .. 'lease:' .. fp, 'token', token, 'host', host, 'level', best,
                    'request', request, 'fetching', 1, 'worker', worker)
         redis.call('ZADD', P .. 'leases', tonumber(ARGV[4]), fp)
         redis.call('SADD', P .. 'worker:' .. worker, fp)
-        return {'claim', fp, ARGV[5], host, request}
+        out[#out + 1] = fp
+        out[#out + 1] = token
+        out[#out + 1] = host
+        out[#out + 1] = request
       end
     end
   end
 end
+return out

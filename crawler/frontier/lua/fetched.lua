@@ -1,10 +1,19 @@
--- ARGV[3] fp, ARGV[4] token, ARGV[5] next_allowed, ARGV[6] backoff, ARGV[7] last_gap,
--- ARGV[8] 'fetched' or 'failed' (no response)
-local l = P .. 'lease:' .. ARGV[3]
-if redis.call('HGET', l, 'token') ~= ARGV[4] or redis.call('HGET', l, 'fetching') ~= '1' then return 0 end
-redis.call('HSET', l, 'fetching', 0)
-redis.call('HINCRBY', P .. 'counters', ARGV[8], 1)
-local group = redis.call('HGET', P .. 'host:' .. redis.call('HGET', l, 'host'), 'group')
-redis.call('HSET', P .. 'group:' .. group, 'next_allowed', ARGV[5], 'backoff', ARGV[6], 'last_gap', ARGV[7])
-release(group)
-return 1
+-- ARGV[3..] groups of (fp, token, next_allowed, backoff, last_gap, 'fetched' or 'failed'):
+-- the policy's verdict on each fetch that ended, written and its host released.
+-- Returns 1 or 0 (a stale token) for each.
+local out = {}
+for i = 3, #ARGV, 6 do
+  local l = P .. 'lease:' .. ARGV[i]
+  if redis.call('HGET', l, 'token') ~= ARGV[i + 1] or redis.call('HGET', l, 'fetching') ~= '1' then
+    out[#out + 1] = 0
+  else
+    redis.call('HSET', l, 'fetching', 0)
+    redis.call('HINCRBY', P .. 'counters', ARGV[i + 5], 1)
+    local group = redis.call('HGET', P .. 'host:' .. redis.call('HGET', l, 'host'), 'group')
+    redis.call('HSET', P .. 'group:' .. group, 'next_allowed', ARGV[i + 2], 'backoff', ARGV[i + 3],
+               'last_gap', ARGV[i + 4])
+    release(group)
+    out[#out + 1] = 1
+  end
+end
+return out
