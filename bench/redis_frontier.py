@@ -67,7 +67,7 @@ from scrapy_redis.dupefilter import RFPDupeFilter  # noqa: E402
 from scrapy_redis.queue import PriorityQueue  # noqa: E402
 from testweb import RequestRecord, Site, TestWeb  # noqa: E402
 
-from crawler.frontier.api import Claim, Entry  # noqa: E402
+from crawler.frontier.api import Entry, Fetch  # noqa: E402
 from crawler.frontier.codec import request_to_json  # noqa: E402
 from crawler.frontier.policy import PolitenessPolicy  # noqa: E402
 from crawler.frontier.redis import RedisFrontier  # noqa: E402
@@ -171,20 +171,22 @@ class OpsResult:
 
 
 def measure(client: redis.Redis, pairs: int, step: object) -> OpsResult:
+    """Run ``step(most)`` (which returns how many pairs it did) until ``pairs`` are done."""
     CountingConnection.sends = 0
     server0, cpu0, started = redis_cpu(client), time.process_time(), time.perf_counter()
-    for _ in range(pairs):
-        step()  # type: ignore[operator]
+    done = 0
+    while done < pairs:
+        done += step(pairs - done)  # type: ignore[operator]
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu0
     trips = CountingConnection.sends - 1  # the INFO below is one of them
     server = redis_cpu(client) - server0
-    return OpsResult(pairs, seconds, trips, cpu, server)
+    return OpsResult(done, seconds, trips, cpu, server)
 
 
 ROUNDS = 5  # claim + ack: measured in rounds, ours and theirs in turn
 
 
-def claim_ack(n: int, hosts: int, tmp: Path) -> None:
+def claim_ack(n: int, hosts: int, batch: int, tmp: Path) -> tuple[OpsResult, OpsResult]:
     warm = 100
     n -= n % ROUNDS
     spider = scrapy.Spider(name="bench")
@@ -195,16 +197,16 @@ def claim_ack(n: int, hosts: int, tmp: Path) -> None:
         # Ours: N entries (+ warm-up) over `hosts` hosts, every host always due.
         frontier = RedisFrontier(client, "ops", policy=PolitenessPolicy(min_delay=0, delay_factor=0),
                                  expected_urls=n)
-        batch = []
+        entries = []
         for url in urls:
-            batch.append(Entry(fingerprint(url), urlsplit(url).hostname or "",
-                               0, request_to_json(scrapy.Request(url), spider)[0]))
-            if len(batch) == 1000:
-                frontier.add(batch)
-                batch.clear()
-        frontier.add(batch)
+            entries.append(Entry(fingerprint(url), urlsplit(url).hostname or "",
+                                 0, request_to_json(scrapy.Request(url), spider)[0]))
+            if len(entries) == 1000:
+                frontier.add(entries)
+                entries.clear()
+        frontier.add(entries)
 
-        steps = {"next": [0.0, 0], "fetched": [0.0, 0], "ack": [0.0, 0]}  # seconds, round trips
+        steps = {"claim_many": [0.0, 0], "fetched_many": [0.0, 0], "ack_many": [0.0, 0]}  # s, trips
 
         def timed(name: str, call: object, *args: object) -> object:
             sends, started = CountingConnection.sends, time.perf_counter()
@@ -213,12 +215,14 @@ def claim_ack(n: int, hosts: int, tmp: Path) -> None:
             steps[name][1] += CountingConnection.sends - sends
             return result
 
-        def ours_step() -> None:
+        def ours_step(most: int) -> int:
             now = time.time()
-            claim = timed("next", frontier.next, now)
-            assert isinstance(claim, Claim), claim
-            timed("fetched", frontier.fetched, claim.fp, claim.token, now, 0.05, 200)
-            timed("ack", frontier.ack, claim.fp, claim.token)
+            claims, _ = timed("claim_many", frontier.claim_many, now, min(batch, most))
+            assert claims, "nothing claimed"
+            timed("fetched_many", frontier.fetched_many,
+                  [Fetch(c.fp, c.token, now, 0.05, 200) for c in claims])
+            timed("ack_many", frontier.ack_many, [(c.fp, c.token) for c in claims])
+            return len(claims)
 
         # Theirs: the queue class and key its Scheduler uses, with the pickle serializer.
         queue = PriorityQueue(server=client, spider=spider,
@@ -229,14 +233,15 @@ def claim_ack(n: int, hosts: int, tmp: Path) -> None:
         more = iter([scrapy.Request(f"http://host{i % hosts}.example/more/{i}/page.html")
                      for i in range(n + warm)])  # new URLs: the queue keeps its size
 
-        def theirs_step() -> None:
+        def theirs_step(most: int) -> int:
             queue.push(next(more))
             request = queue.pop()
             assert request is not None
+            return 1
 
         for _ in range(warm):  # loads our scripts (NOSCRIPT, SCRIPT LOAD) outside the timing
-            ours_step()
-            theirs_step()
+            ours_step(1)
+            theirs_step(1)
         for step in steps.values():
             step[:] = [0.0, 0]
         # Interleaved rounds, so that both sides share whatever else the machine is doing.
@@ -250,33 +255,34 @@ def claim_ack(n: int, hosts: int, tmp: Path) -> None:
         theirs_left = len(queue)
     finally:
         server.stop()
-    per = {name: f"{1e6 * t / n:.0f} µs, {trips / n:.0f} round trip{'s' if trips != n else ''}"
+    per = {name: f"{1e6 * t / ours.pairs:.0f} µs and {trips / ours.pairs:.3f} round trips a pair"
            for name, (t, trips) in steps.items()}
     print(f"\n# Claim + ack pairs per second, one worker process, one local Redis\n\n"
-          f"- {n:,} pairs each after {warm} warm-up pairs, in {ROUNDS} rounds taken in turn (ours, "
-          "theirs, ...); pairs/s over all rounds, and of the best round; one client connection. "
+          f"- {n:,} pairs each after warm-up, in {ROUNDS} rounds taken in turn (ours, theirs, ...); "
+          "pairs/s over all rounds, and of the best round; one client connection. "
           f"Ours: {n:,} URLs over {hosts:,} hosts, every host always due (min delay 0, factor 0), "
           f"drained to {ours_left[0]} queued, {ours_left[1]} leased, {ours_done:,} done. Theirs: "
           f"{n:,} Requests queued, each pair pushes a new one (queue left at {theirs_left:,})\n"
           "- round trips counted on the client's connection (one per packet sent: one command, or "
           "one pipeline / MULTI..EXEC); CPU per pair: client from `process_time`, Redis from `INFO cpu`\n"
-          "- ours, a pair: `next(now)` = INCR of the token counter + claim script (pops the best "
-          "level of the first due host, marks its politeness group busy, writes the lease) "
-          f"[{per['next']}]; `fetched(...)` = HMGET lease + HGET host's group + HMGET group "
-          "times, the policy in Python, then the release script (next allowed time, busy off, "
-          f"host back in the ready set) [{per['fetched']}]; `ack(...)` = ack script (lease "
-          f"deleted) [{per['ack']}]. Three atomic scripts, but 7 round trips, not 3\n"
+          f"- ours, a step of up to {batch} pairs: `claim_many(now, {batch})` = "
+          "one claim script (for each due host: pops the best level, marks its politeness group "
+          f"busy, writes the lease with a token) [{per['claim_many']}]; `fetched_many(...)` = one "
+          "script reading each host's times, the policy in Python, one script writing each next "
+          f"allowed time and releasing the host [{per['fetched_many']}]; `ack_many(...)` = the ack "
+          f"scripts, pipelined [{per['ack_many']}]\n"
           "- theirs, a pair: `push` = `Request.to_dict` + pickle + ZADD; `pop` = MULTI ZRANGE 0 0 + "
           "ZREMRANGEBYRANK 0 0 EXEC (one round trip) + unpickle + `request_from_dict`. No per-host "
           "state, no lease, no ack: a popped request that is never fetched is lost\n")
     rows = [[name, what, f"{r.round_trips / r.pairs:.2f}", f"{r.per_second:,.0f}", f"{r.best:,.0f}",
              f"{1e6 * r.client_cpu / r.pairs:.0f}", f"{1e6 * r.server_cpu / r.pairs:.0f}"]
-            for name, what, r in (("ours: RedisFrontier", "claim + release + ack", ours),
+            for name, what, r in (("ours: RedisFrontier", f"claim + release + ack, {batch} a step", ours),
                                   ("scrapy-redis: PriorityQueue", "push + pop", theirs))]
     print(fmt_table(["queue", "a pair", "round trips/pair", "pairs/s", "best round", "client CPU µs/pair",
                      "Redis CPU µs/pair"], rows))
     print(f"\nRatio: ours {ours.per_second / theirs.per_second:.2f}x scrapy-redis's pairs/s "
           f"(best rounds: {ours.best / theirs.best:.2f}x).", flush=True)
+    return ours, theirs
 
 
 # --------------------------------------------------------------------------- part 3: workers
@@ -555,6 +561,8 @@ def main() -> None:
     parser.add_argument("--urls", type=int, help="seen set: URLs (default 1,000,000; quick 50,000)")
     parser.add_argument("--pairs", type=int, help="claim + ack pairs (default 20,000; quick 2,000)")
     parser.add_argument("--ops-hosts", type=int, default=1000, help="claim + ack: hosts of the entries")
+    parser.add_argument("--batch", type=int, default=32,
+                        help="claim + ack: claims a step (the scheduler's CONCURRENT_REQUESTS x 2)")
     parser.add_argument("--hosts", type=int, help="test web hosts (default 200; quick 20)")
     parser.add_argument("--pages", type=int, help="pages a host (default 8; quick 5)")
     parser.add_argument("--latency", type=float, default=0.2, help="seconds before each answer")
@@ -579,9 +587,11 @@ def main() -> None:
         for part in ("seen", "ops"):
             (root / part).mkdir()
         seen_set(args.urls, root / "seen")
-        claim_ack(args.pairs, args.ops_hosts, root / "ops")
+        ours, theirs = claim_ack(args.pairs, args.ops_hosts, args.batch, root / "ops")
         crawls(args, root)
-    print(f"\n({'quick run, ' if quick else ''}{time.monotonic() - started:.0f} s in all)")
+    print(f"\n({'quick run, ' if quick else ''}{time.monotonic() - started:.0f} s in all)\n")
+    print(f"claim+ack pairs/s: ours {ours.per_second:,.0f}, scrapy-redis {theirs.per_second:,.0f}, "
+          f"ratio {ours.per_second / theirs.per_second:.2f}")
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ _CLAIM = _script("claim.lua")
 _TIMES = _script("times.lua")
 _FETCHED = _script("fetched.lua")
 _ACK = _script("ack.lua")
+_REQUEUE = _script("requeue.lua")
 _REAP = _script("reap.lua")
 _DUE = _script("due.lua")
 _REQUEUE_DEAD = _script("requeue_dead.lua")
@@ -149,10 +150,9 @@ class RedisFrontier:
         self.worker_timeout = worker_timeout
         self.new_hosts: list[str] = []
         self._scripts = {name: client.register_script(body) for name, body in (
-            ("add", _ADD_BLOOM if self.bloom else _ADD), ("claim", _CLAIM), ("fetched", _FETCHED),
-            ("times", _TIMES),
-            ("ack", _ACK), ("reap", _REAP), ("key", _KEY), ("heartbeat", _HEARTBEAT), ("due", _DUE),
-            ("requeue_dead", _REQUEUE_DEAD))}
+            ("add", _ADD_BLOOM if self.bloom else _ADD), ("claim", _CLAIM), ("times", _TIMES),
+            ("fetched", _FETCHED), ("ack", _ACK), ("requeue", _REQUEUE), ("reap", _REAP), ("key", _KEY),
+            ("heartbeat", _HEARTBEAT), ("due", _DUE), ("requeue_dead", _REQUEUE_DEAD))}
         self._known_hosts: set[str] = set()
         if self.bloom:  # allocate each new bitmap whole: grown bit by bit, Redis doubles it
             allocate = client.register_script(
@@ -236,28 +236,26 @@ class RedisFrontier:
         return gaps
 
     def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
-        """Ack each (fp, token) lease, pipelined: one round trip."""
-        pipe = self.redis.pipeline(transaction=False)
-        base = [self.levels.levels, self.budget.pages]
-        for fp, token in leases:
-            self._scripts["ack"](keys=[self.prefix], args=[*base, self._fp(fp).hex(), token, "0", ""],
-                                 client=pipe)
-        return [bool(r) for r in pipe.execute()] if leases else []
+        """Ack each (fp, token) lease: one script, one round trip."""
+        if not leases:
+            return []
+        args = [a for fp, token in leases for a in (self._fp(fp).hex(), token)]
+        return [bool(r) for r in self._run("ack", *args)]
 
     def ack(self, fp: int, token: int) -> bool:
-        return bool(self._run("ack", self._fp(fp).hex(), token, "0", ""))
+        return self.ack_many([(fp, token)])[0]
 
     def requeue(self, fp: int, token: int, request: str) -> bool:
-        return bool(self._run("ack", self._fp(fp).hex(), token, "1", request))
+        return bool(self._run("requeue", self._fp(fp).hex(), token, "1", request))
 
     def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
-        return bool(self._run("ack", self._fp(fp).hex(), token, "2", request, due))
+        return bool(self._run("requeue", self._fp(fp).hex(), token, "2", request, due))
 
     def due_retries(self, now: float) -> int:
         return int(self._run("due", now))
 
     def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
-        return bool(self._run("ack", self._fp(fp).hex(), token, "3", request, error, now))
+        return bool(self._run("requeue", self._fp(fp).hex(), token, "3", request, error, now))
 
     def dead_letters(self) -> list[DeadLetter]:
         letters = []

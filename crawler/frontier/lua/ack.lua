@@ -1,28 +1,15 @@
--- ARGV[3] fp, ARGV[4] token, ARGV[5] what ends the lease: '0' an ack; '1' a requeue of
--- request ARGV[6]; '2' a retry of ARGV[6] at time ARGV[7]; '3' a dead letter of ARGV[6]
--- with error ARGV[7] at time ARGV[8]
-local fp = ARGV[3]
-local l = P .. 'lease:' .. fp
-if redis.call('HGET', l, 'token') ~= ARGV[4] then return 0 end
-local host, fetching = redis.call('HGET', l, 'host'), redis.call('HGET', l, 'fetching')
-local level = redis.call('HGET', l, 'level')
-if ARGV[5] == '1' then
-  redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, cjson.encode({fp, ARGV[6]}))
-  redis.call('HINCRBY', P .. 'counters', 'queued', 1)
-elseif ARGV[5] == '2' then
-  redis.call('ZADD', P .. 'waiting', tonumber(ARGV[7]), fp)
-  redis.call('HSET', P .. 'retry:' .. fp, 'host', host, 'level', level, 'request', ARGV[6])
-elseif ARGV[5] == '3' then
-  redis.call('HSET', P .. 'dead', fp,
-             cjson.encode({host, tonumber(level), ARGV[6], ARGV[7], tonumber(ARGV[8])}))
-  redis.call('HINCRBY', P .. 'counters', 'dead_letters', 1)
+-- ARGV[3..] (fp, token) pairs: each URL is done and its lease ends; 1, or 0 for a stale
+-- token, each.
+local out = {}
+for i = 3, #ARGV, 2 do
+  local fp = ARGV[i]
+  local l = P .. 'lease:' .. fp
+  local token, host, fetching, worker = unpack(redis.call('HMGET', l, 'token', 'host', 'fetching', 'worker'))
+  if token ~= ARGV[i + 1] then
+    out[#out + 1] = 0
+  else
+    end_lease(fp, l, host, fetching, worker)
+    out[#out + 1] = 1
+  end
 end
-redis.call('SREM', P .. 'worker:' .. (redis.call('HGET', l, 'worker') or ''), fp)
-redis.call('DEL', l)
-redis.call('ZREM', P .. 'leases', fp)
-if fetching == '1' then
-  release(redis.call('HGET', P .. 'host:' .. host, 'group'))
-else
-  schedule(host)
-end
-return 1
+return out

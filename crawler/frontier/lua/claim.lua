@@ -11,17 +11,20 @@ while (#out - 1) / 4 < most do
   if allowed > now then out[1] = tostring(allowed - now); return out end
   redis.call('ZREM', P .. 'ready', host)
   local h = P .. 'host:' .. host
-  local group = redis.call('HGET', h, 'group')
+  local group, held = unpack(redis.call('HMGET', h, 'group', 'held'))
   local g = P .. 'group:' .. group
-  local group_allowed = tonumber(redis.call('HGET', g, 'next_allowed') or '0')
-  if redis.call('HGET', h, 'held') ~= '1' and not redis.call('HGET', g, 'busy') then
+  local next_allowed, busy = unpack(redis.call('HMGET', g, 'next_allowed', 'busy'))
+  local group_allowed = tonumber(next_allowed or '0')
+  if held ~= '1' and not busy then
     if group_allowed > allowed then
       schedule(host)  -- another host of its group fetched since: back at the right time
     else
       -- smooth weighted round robin among non-empty levels
-      local best, total, credits = -1, 0, {}
+      local best, total, credits, names = -1, 0, {}, {}
+      for level = 0, tonumber(ARGV[1]) - 1 do names[level + 1] = 'c' .. level end
+      local stored = redis.call('HMGET', h, unpack(names))
       for level = 0, tonumber(ARGV[1]) - 1 do
-        credits[level] = tonumber(redis.call('HGET', h, 'c' .. level) or '0')
+        credits[level] = tonumber(stored[level + 1] or '0')
         if redis.call('LLEN', P .. 'q:' .. host .. ':' .. level) > 0 then
           local w = tonumber(ARGV[7 + level])
           credits[level] = credits[level] + w
@@ -31,7 +34,12 @@ while (#out - 1) / 4 < most do
       end
       if best >= 0 then
         credits[best] = credits[best] - total
-        for level = 0, tonumber(ARGV[1]) - 1 do redis.call('HSET', h, 'c' .. level, credits[level]) end
+        local pairs_ = {}
+        for level = 0, tonumber(ARGV[1]) - 1 do
+          pairs_[#pairs_ + 1] = 'c' .. level
+          pairs_[#pairs_ + 1] = credits[level]
+        end
+        redis.call('HSET', h, unpack(pairs_))
         local entry = cjson.decode(redis.call('LPOP', P .. 'q:' .. host .. ':' .. best))
         local fp, request = entry[1], entry[2]
         local token = redis.call('INCR', P .. 'tokens')

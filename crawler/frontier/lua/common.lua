@@ -3,14 +3,15 @@ local P = KEYS[1]
 local function schedule(host)
   -- put a host in the ready set if it has queued URLs, is not held, and its group is free
   local h = P .. 'host:' .. host
-  if redis.call('HGET', h, 'held') == '1' then return end
-  local queued = 0
+  local held, group, fetched = unpack(redis.call('HMGET', h, 'held', 'group', 'fetched'))
+  if held == '1' then return end
+  local queued = false
   for level = 0, tonumber(ARGV[1]) - 1 do
-    queued = queued + redis.call('LLEN', P .. 'q:' .. host .. ':' .. level)
+    if redis.call('LLEN', P .. 'q:' .. host .. ':' .. level) > 0 then queued = true; break end
   end
-  if queued == 0 then return end
+  if not queued then return end
   local budget = tonumber(ARGV[2])
-  if budget > 0 and tonumber(redis.call('HGET', h, 'fetched') or '0') >= budget then
+  if budget > 0 and tonumber(fetched or '0') >= budget then
     for level = 0, tonumber(ARGV[1]) - 1 do
       local q = P .. 'q:' .. host .. ':' .. level
       local n = redis.call('LLEN', q)
@@ -22,9 +23,9 @@ local function schedule(host)
     end
     return
   end
-  local g = P .. 'group:' .. redis.call('HGET', h, 'group')
-  if redis.call('HGET', g, 'busy') then return end
-  redis.call('ZADD', P .. 'ready', tonumber(redis.call('HGET', g, 'next_allowed') or '0'), host)
+  local busy, next_allowed = unpack(redis.call('HMGET', P .. 'group:' .. group, 'busy', 'next_allowed'))
+  if busy then return end
+  redis.call('ZADD', P .. 'ready', tonumber(next_allowed or '0'), host)
 end
 local function release(group)
   local g = P .. 'group:' .. group
@@ -38,4 +39,11 @@ local function ensure_host(host, held)
     redis.call('SADD', P .. 'members:' .. host, host)
   end
   return h
+end
+local function end_lease(fp, l, host, fetching, worker)
+  -- the lease of fp (hash l) ends; a host still fetching is released
+  redis.call('SREM', P .. 'worker:' .. (worker or ''), fp)
+  redis.call('DEL', l)
+  redis.call('ZREM', P .. 'leases', fp)
+  if fetching == '1' then release(redis.call('HGET', P .. 'host:' .. host, 'group')) end
 end

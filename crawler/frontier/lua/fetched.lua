@@ -4,12 +4,13 @@
 local out = {}
 for i = 3, #ARGV, 6 do
   local l = P .. 'lease:' .. ARGV[i]
-  if redis.call('HGET', l, 'token') ~= ARGV[i + 1] or redis.call('HGET', l, 'fetching') ~= '1' then
+  local token, fetching, host = unpack(redis.call('HMGET', l, 'token', 'fetching', 'host'))
+  if token ~= ARGV[i + 1] or fetching ~= '1' then
     out[#out + 1] = 0
   else
     redis.call('HSET', l, 'fetching', 0)
     redis.call('HINCRBY', P .. 'counters', ARGV[i + 5], 1)
-    local group = redis.call('HGET', P .. 'host:' .. redis.call('HGET', l, 'host'), 'group')
+    local group = redis.call('HGET', P .. 'host:' .. host, 'group')
     redis.call('HSET', P .. 'group:' .. group, 'next_allowed', ARGV[i + 2], 'backoff', ARGV[i + 3],
                'last_gap', ARGV[i + 4])
     release(group)
