@@ -18,7 +18,7 @@ from twisted.internet.task import LoopingCall
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.frontier.api import Claim, Entry, Frontier
+from crawler.frontier.api import Claim, Entry, Fetch, Frontier
 from crawler.frontier.codec import (
     ATTEMPTS_META,
     FAILED_META,
@@ -100,6 +100,11 @@ class FrontierScheduler(BaseScheduler):
         self._retry_at = 0.0
         self.spider: Spider | None = None
         self._handed_out: list[tuple[Request, int, int]] = []  # (request, fp, lease token)
+        # Claimed in one batch, not yet asked for by the engine; fetch ends, reported at the
+        # end of the reactor turn in one batch.
+        self._claimed: deque[Claim] = deque()
+        self._fetches: list[Fetch] = []
+        self._concurrency = max(1, crawler.settings.getint("CONCURRENT_REQUESTS"))
         self._wake_at = 0.0
         self._wake_call: Any = None
         self._timers: list[LoopingCall] = []
@@ -192,7 +197,11 @@ class FrontierScheduler(BaseScheduler):
         if self._wake_call is not None:
             self._wake_call.cancel()
         # Requests still in progress keep their lease: the next run fetches them again.
+        self._report_fetches()
         self._ack_finished()
+        while self._claimed:  # claimed but never handed out: back to their queues
+            claim = self._claimed.popleft()
+            self._write("requeue", claim.fp, claim.token, claim.request)
         self._retry_at = 0.0
         self._housekeeping()
         if self._outbox:
@@ -268,6 +277,8 @@ class FrontierScheduler(BaseScheduler):
             expires = now + self.frontier.lease_seconds
             for _, fp, token in self._handed_out:
                 self.frontier.renew(fp, token, expires)
+            for claim in self._claimed:
+                self.frontier.renew(claim.fp, claim.token, expires)
             for fp, token in self._waiting_files:
                 self.frontier.renew(fp, token, expires)
             for worker, leases, silent in self.frontier.heartbeat(now):
@@ -339,21 +350,28 @@ class FrontierScheduler(BaseScheduler):
         self._ack_finished()
         if self._outbox and not self._flush():
             return None
-        now = time.time()
+        if not self._claimed and not self._claim(time.time()):
+            return None
+        result = self._claimed.popleft()
+        request = request_from_json(result.request, self.spider)
+        request.meta[LEASE_META] = (result.fp, result.token)
+        self._handed_out.append((request, result.fp, result.token))
+        self.crawler.stats.inc_value("frontier/claims")
+        return request
+
+    def _claim(self, now: float) -> bool:
+        """Claim as many due hosts as the downloader has free slots, in one step; False
+        when none is due (the engine is woken when the next one falls due)."""
+        limit = max(1, self._concurrency - len(self._handed_out))
         try:
-            result = self.frontier.next(now)
+            claims, wait = self.frontier.claim_many(now, limit)
         except RedisError as error:
             self._outage(error)
-            return None
-        if isinstance(result, Claim):
-            request = request_from_json(result.request, self.spider)
-            request.meta[LEASE_META] = (result.fp, result.token)
-            self._handed_out.append((request, result.fp, result.token))
-            self.crawler.stats.inc_value("frontier/claims")
-            return request
-        if result is not None:
-            self._wake_engine_in(result)
-        return None
+            return False
+        self._claimed.extend(claims)
+        if wait is not None and not claims:
+            self._wake_engine_in(wait)
+        return bool(claims)
 
     def _ack_finished(self) -> None:
         """Ack the URLs whose Request the engine has finished with."""
@@ -361,7 +379,7 @@ class FrontierScheduler(BaseScheduler):
         if slot is None or not self._handed_out:
             return
         in_progress = slot.inprogress
-        still = []
+        still, done = [], []
         for entry in self._handed_out:
             if entry[0] in in_progress:
                 still.append(entry)
@@ -375,8 +393,10 @@ class FrontierScheduler(BaseScheduler):
                 for name in files:
                     self._by_file.setdefault(name, set()).add(key)
             else:
-                self._write("ack", entry[1], entry[2])
+                done.append((entry[1], entry[2]))
         self._handed_out = still
+        if done:
+            self._write("ack_many", done)
 
     def _failed(self, request: Request, fp: int, token: int, reason: str) -> None:
         """The URL failed (fetch, callback, pipeline or store): retry it after the next
@@ -517,4 +537,12 @@ class FrontierScheduler(BaseScheduler):
         now = time.time()
         seconds = time.monotonic() - fetch[0]
         status, retry_after = fetch[1], parse_retry_after(fetch[2], now)
-        self._write("fetched", lease[0], lease[1], now, seconds, status, retry_after)
+        if not self._fetches:  # the fetches that end in this reactor turn go in one step
+            call_later(0, self._report_fetches)
+        self._fetches.append(Fetch(lease[0], lease[1], now, seconds, status, retry_after))
+
+    def _report_fetches(self) -> None:
+        """Each ended fetch sets its host's next allowed time and frees it."""
+        fetches, self._fetches = self._fetches, []
+        if fetches:
+            self._write("fetched_many", fetches)
