@@ -71,40 +71,27 @@ def extract_hrefs(tree: HTMLTree) -> list[str]:
     return [element.getattr("href") for element in document.query_selector_all(_LINKS).values()]
 
 
-def _first(tree: HTMLTree, selector: str, attribute: str) -> str | None:
-    element = tree.document.query_selector(selector) if tree.document is not None else None
-    return None if element is None else element.getattr(attribute)
-
-
-def _canonical(tree: HTMLTree) -> str | None:
-    for element in tree.document.query_selector_all("link[rel][href]").values():
-        if "canonical" in element.getattr("rel").lower().split():
-            return element.getattr("href").strip()
-    return None
-
-
-def _robots(tree: HTMLTree) -> str | None:
-    for element in tree.document.query_selector_all("meta[name][content]").values():
-        if element.getattr("name").strip().lower() == "robots":
-            return element.getattr("content").strip()
-    return None
-
-
 def extract_head(tree: HTMLTree) -> Head:
-    """The page's title (whitespace collapsed), base, canonical link and meta robots.
+    """The page's title (whitespace collapsed), and the first ``<base href>``,
+    ``<link rel=canonical href>`` and ``<meta name=robots content>`` of its head.
 
-    The base is the first ``<base>`` with an ``href`` anywhere in the document, as
-    the HTML standard says (Scrapy's ``get_base_url`` only looks at the first 4 KB).
+    One selector query over the head alone: a query costs a walk of the subtree it is
+    asked of (~0.2 ms over a 50 KB body). Scrapy's ``get_base_url`` read the first 4 KB.
     """
-    if tree.document is None:
+    head = tree.head
+    if head is None:
         return Head()
-    base = _first(tree, "base[href]", "href")
-    return Head(
-        title=" ".join((tree.title or "").split()),
-        base=None if base is None else base.strip(),
-        canonical=_canonical(tree),
-        robots=_robots(tree),
-    )
+    base = canonical = robots = None
+    for element in head.query_selector_all("base[href], link[rel][href], meta[name][content]").values():
+        tag = element.tag
+        if tag == "base":
+            base = element.getattr("href").strip() if base is None else base
+        elif tag == "link":
+            if canonical is None and "canonical" in element.getattr("rel").lower().split():
+                canonical = element.getattr("href").strip()
+        elif robots is None and element.getattr("name").strip().lower() == "robots":
+            robots = element.getattr("content").strip()
+    return Head(" ".join((tree.title or "").split()), base, canonical, robots)
 
 
 def normalize_whitespace(text: str) -> str:
