@@ -2,6 +2,10 @@
 
 Run from the repo root: ``python bench/crawl_speed.py`` (``--help`` for options;
 ``--profile FILE`` also runs ours once under cProfile and prints where its time goes).
+``--site python3-doc`` (or ``postgresql-doc``, or a directory with an index.html)
+crawls a real static site instead: a Debian documentation package served by Debian's
+nginx on a free loopback port (``apt-get install nginx-light python3-doc``;
+``bench/nginx_site.py``), from its ``index.html``.
 
 What is compared. Both crawlers fetch the same generated, link-heavy site (the
 project's test web, ``tests/testweb.py``, served from a thread of this process on
@@ -41,7 +45,10 @@ seed that answers 404. The sides run alternately (ours, stock, ours, stock, ...)
 the best run of each side is reported (highest pages/s; lowest CPU per page). The
 site is deterministic (seeded); timings are not: ours' crawls of a few seconds vary by
 up to ~20% from run to run on a 2-core machine, stock's by a few percent.
-The output is Markdown.
+Ours counts the CPU of each stage of a page (parse, text, links, normalise, sha256,
+simhash, store: ``crawler/stages.py``) in ``cpu_ms/*`` stats; the bench prints them per
+page for ours' run with the least CPU per page, with the rest of the net CPU (Scrapy,
+frontier, network, GC). The output is Markdown.
 """
 
 from __future__ import annotations
