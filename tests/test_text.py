@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from crawler.extract.html import (
@@ -112,3 +114,15 @@ def test_adoption_agency_inputs_give_text_and_links(case):
 
 def test_normalize_whitespace():
     assert normalize_whitespace(" a \n\t b  c ") == "a b c"
+
+
+def test_any_bytes_give_a_tree_text_and_links_without_raising():
+    # No page fails the parse: there is no error path for a page to take.
+    rng = random.Random(18)
+    alphabet = b"<>/=\"' abcdiv&#;\x00\xff\xfe\n!-[]"
+    for _ in range(300):
+        body = bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 400)))
+        tree = parse_html(body, rng.choice(["utf-8", "cp1252", "utf-16", "shift_jis"]))
+        extract_text(tree)
+        extract_hrefs(tree)
+        extract_head(tree)
