@@ -30,6 +30,10 @@ setup(
         "warcio>=1.7,<2",
         # The resolver behind the address guard: asynchronous, with the records' TTLs.
         "dnspython>=2.6,<3",
+        # One HTML5 parse (Lexbor) for text, links and head, without recursion over depth.
+        "resiliparse>=2.0.1,<3",
+        # gzip of the stored records at ~10x zlib's speed, same format.
+        "isal>=1.7,<2",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "moto[server]>=5,<6",
@@ -38,8 +42,8 @@ setup(
                  "simhash>=2.1.2,<3",
                  # tests/test_urls_from_network.py fuzzes the link and redirect paths.
                  "hypothesis>=6.100"],
-        # bench/ compares with these in the same run.
-        "bench": ["simhash>=2.1.2,<3"],
+        # bench/ compares with these in the same run (bench/parsers.py: selectolax).
+        "bench": ["simhash>=2.1.2,<3", "selectolax>=1.0,<2"],
     },
     entry_points={
         # scrapyd and scrapyd-deploy find the project settings here.

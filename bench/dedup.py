@@ -19,10 +19,10 @@ smoke run of a few seconds). Output is Markdown.
    the same features as ours, other values; with ``hashfunc=shingle_hash`` it gives ours.
 2. **Quality.** Every page of ``/usr/share/doc/postgresql-doc-15/html`` (installed
    with apt-get when missing and this runs as root, unless ``--no-install``; skipped,
-   saying why, when that fails): text by ``crawler.extract.text.extract_text`` on
-   ``lxml.html``. Near copies of every page of 50+ words (``--quick``: 30 of the
-   first 200 pages), three kinds: a changed timestamp line (a "last updated" line
-   under the first line, whose date and time differ), a 20-word ad block inserted at
+   saying why, when that fails): text by ``crawler.extract.html.extract_text``.
+   Near copies of every page of 50+ words (``--quick``: 30 of the first 200 pages),
+   three kinds: a changed timestamp line (a "last updated" line under the first line,
+   whose date and time differ), a 20-word ad block inserted at
    a random line break, and 1% of the words (at least one) replaced by random words
    of the corpus. Recall at distance d: copies within d bits of their page, next to
    simhash's prediction. False positives: pairs of distinct real pages within d bits.
@@ -128,13 +128,11 @@ def ensure_docs(install: bool) -> str | None:
 
 def load_pages(limit: int | None) -> list[tuple[str, str]]:
     """(file name, extracted text) of the docs' HTML pages, in file-name order."""
-    import lxml.html
-
-    from crawler.extract.text import extract_text
+    from crawler.extract.html import extract_text, parse_html
 
     pages = []
     for path in sorted(glob.glob(str(DOCS_DIR / "*.html")))[:limit]:
-        pages.append((Path(path).name, extract_text(lxml.html.parse(path).getroot())))
+        pages.append((Path(path).name, extract_text(parse_html(Path(path).read_bytes()))))
     return pages
 
 
@@ -314,7 +312,7 @@ def jaccard(a: str, b: str) -> float:
 
 
 def section_quality(pages: list[tuple[str, str]], why_not: str | None, sample: int, load_s: float) -> None:
-    from crawler.extract.text import normalize_whitespace
+    from crawler.extract.html import normalize_whitespace
 
     print("## 2. Near-copy quality on real pages\n")
     if why_not is not None:

@@ -36,6 +36,8 @@ class Page:
     last_modified: str | None = None
     links: int = 0  # links found on the page, followed or not
     sitemap_lastmod: str | None = None  # <lastmod> of the sitemap entry that led here
+    canonical: str | None = None  # <link rel=canonical href>, as written
+    meta_robots: str | None = None  # <meta name=robots content>, as written
     content_sha256: str | None = None
     simhash: int | None = None  # 64-bit simhash of the text's word 3-grams
     duplicate_of: str | None = None  # URL of the earlier page with the same or near text

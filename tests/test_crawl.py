@@ -8,7 +8,7 @@ from collections import Counter
 from crawling import crawl_command
 from testweb import Site, TestWeb
 
-from crawler.extract.text import normalize_whitespace
+from crawler.extract.html import normalize_whitespace
 from crawler.store.warc import payload_digest, read_page, read_record
 
 

@@ -1,12 +1,22 @@
-"""Cleaned text: visible content without scripts, styles and navigation boilerplate."""
+"""One parse of a page: visible text without scripts, styles and navigation; links; head."""
 
 from __future__ import annotations
 
-import lxml.html
+import random
 
-from crawler.extract.text import extract_text, extract_title, normalize_whitespace
+import pytest
+
+from crawler.extract.html import (
+    extract_head,
+    extract_hrefs,
+    extract_text,
+    normalize_whitespace,
+    parse_html,
+)
 
 PAGE = b"""<!doctype html><html><head><title> The  Title </title>
+<base href="/docs/"><link rel="Canonical" href=" http://example.com/canon ">
+<meta name="ROBOTS" content="noindex, nofollow">
 <style>body { color: red }</style><script>var x = "script text";</script></head>
 <body><header><a href="/">Site name</a> <nav><a href="/a">Menu A</a></nav></header>
 <div role="navigation">Breadcrumbs</div>
@@ -16,29 +26,103 @@ PAGE = b"""<!doctype html><html><head><title> The  Title </title>
 <noscript>enable js</noscript><template>tmpl</template>
 <footer>Written by Ann</footer></article></main>
 <aside>Related links</aside><div hidden>secret</div>
+<map><area href="/area"></map><a name="no-href">anchor</a><a href="">empty</a>
 <footer>Copyright footer</footer></body></html>"""
 
 
 def test_text_keeps_content_and_drops_boilerplate():
-    text = extract_text(lxml.html.document_fromstring(PAGE))
-    assert text.splitlines() == [
+    assert extract_text(parse_html(PAGE)).splitlines() == [
         "Article heading",
         "First paragraph with bold words.",
         "Second",
         "line",
         "tail after comment",
-        "Written by Ann",
+        "Written by Ann",  # an article's own footer is content
+        "anchorempty",
     ]
+    text = extract_text(parse_html(PAGE))
+    for noise in ("script text", "color: red", "Menu A", "Site name", "Breadcrumbs", "enable js",
+                  "tmpl", "Related links", "secret", "Copyright footer"):
+        assert noise not in text
 
 
-def test_title_is_whitespace_collapsed():
-    assert extract_title(lxml.html.document_fromstring(PAGE)) == "The Title"
-    assert extract_title(lxml.html.document_fromstring(b"<p>no title</p>")) == ""
+def test_links_come_in_document_order_as_written():
+    assert extract_hrefs(parse_html(PAGE)) == ["/", "/a", "/area", ""]
+
+
+def test_head_title_base_canonical_and_meta_robots():
+    head = extract_head(parse_html(PAGE))
+    assert head.title == "The Title"
+    assert head.base == "/docs/"
+    assert head.canonical == "http://example.com/canon"
+    assert head.robots == "noindex, nofollow"
+    assert extract_head(parse_html(b"<p>no title</p>")).title == ""
+    assert extract_head(parse_html(b"<p>x</p>")).base is None
+
+
+def test_base_after_the_first_4kb_counts():
+    # HTML standard: the first <base href> of the document; Scrapy's get_base_url reads 4 KB.
+    page = b"<html><head><title>t</title>" + b"<meta name=x content=y>" * 300 + b'<base href="/b/">'
+    assert extract_head(parse_html(page)).base == "/b/"
 
 
 def test_text_of_a_fragment_without_body():
-    assert extract_text(lxml.html.fragment_fromstring("<div>just <i>this</i></div>")) == "just this"
+    assert extract_text(parse_html(b"<div>just <i>this</i></div>")) == "just this"
+
+
+def test_bytes_in_the_pages_encoding_and_bad_bytes():
+    assert extract_text(parse_html("<p>caf\u00e9</p>".encode("cp1252"), "cp1252")) == "caf\u00e9"
+    bad = extract_text(parse_html(b"<p>a\xffb</p>"))  # not UTF-8: read, not failed
+    assert bad[0] == "a" and bad[-1] == "b" and len(bad) == 3
+    assert extract_text(parse_html(b"<p>x</p>", "no-such-codec")) == "x"
+
+
+@pytest.mark.parametrize("tag", ["div", "b", "a", "span", "p", "li", "table", "font", "section"])
+def test_100000_nested_unclosed_tags_give_text_and_links(tag):
+    page = (f"<{tag}>x " * 100_000 + '<a href="/deep.html">deep link</a> end').encode()
+    tree = parse_html(page)
+    assert extract_hrefs(tree)[-1] == "/deep.html"
+    assert extract_text(tree).endswith("deep link end")
+
+
+# The HTML standard's adoption agency algorithm (13.2.6.4.7), its pathological inputs:
+# misnested formatting elements, more than the 8 outer-loop rounds, furthest blocks,
+# and the Noah's Ark clause (no more than 3 equal formatting elements are reopened).
+ADOPTION_CASES = [
+    b"<a><p>X<a>Y</a>Z</p></a>",
+    b"<b>1<p>2</b>3</p>",
+    b"<b><p>X</b>Y",
+    b"<a>1<div>2<div>3</a>4</div>5</div>",
+    b"<b><b><a><p></a>",
+    b"<p><b><b><b><b>X</p>Y",
+    b"<p><b class=x><b class=x><b class=x><b class=x>X</p>Y",
+    b"<table><a>1<p>2</a>3</p></table>",
+    b"<div><a><b><i><u><s><em><strong><code>X</div>Y</a>",
+    b"<a>" + b"<div>" * 10 + b"X</a>",
+    b"<b>" * 1000 + b"<p>X</b>Y" * 1000,
+    b"<a><p>" * 5000 + b"X</a>",
+]
+
+
+@pytest.mark.parametrize("case", ADOPTION_CASES, ids=range(len(ADOPTION_CASES)))
+def test_adoption_agency_inputs_give_text_and_links(case):
+    page = case + b'<a href="/after.html">after</a>'
+    tree = parse_html(page)
+    assert extract_hrefs(tree)[-1] == "/after.html"
+    assert extract_text(tree).endswith("after")
 
 
 def test_normalize_whitespace():
     assert normalize_whitespace(" a \n\t b  c ") == "a b c"
+
+
+def test_any_bytes_give_a_tree_text_and_links_without_raising():
+    # No page fails the parse: there is no error path for a page to take.
+    rng = random.Random(18)
+    alphabet = b"<>/=\"' abcdiv&#;\x00\xff\xfe\n!-[]"
+    for _ in range(300):
+        body = bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 400)))
+        tree = parse_html(body, rng.choice(["utf-8", "cp1252", "utf-16", "shift_jis"]))
+        extract_text(tree)
+        extract_hrefs(tree)
+        extract_head(tree)

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 from crawler.dedup.simhash import text_fingerprint
-from crawler.extract.text import normalize_whitespace
+from crawler.extract.html import normalize_whitespace
+
+if TYPE_CHECKING:
+    from crawler.stages import StageClock
 
 
-def content_fingerprints(text: str) -> tuple[str, int, int]:
-    """(SHA-256 hex of the whitespace-normalised text, its 64-bit simhash, its word count)."""
+def content_fingerprints(text: str, clock: StageClock | None = None) -> tuple[str, int, int]:
+    """(SHA-256 hex of the whitespace-normalised text, its 64-bit simhash, its word count):
+    both from one normalised copy of the text; with ``clock``, stages ``sha256`` and
+    ``simhash`` timed."""
+    start = clock.now() if clock else 0
     normal = normalize_whitespace(text)
     digest = hashlib.sha256(normal.encode("utf-8")).hexdigest()
-    return digest, text_fingerprint(normal), normal.count(" ") + 1 if normal else 0
+    if clock:
+        start = clock.add("sha256", start)
+    simhash = text_fingerprint(normal)
+    if clock:
+        clock.add("simhash", start)
+    return digest, simhash, normal.count(" ") + 1 if normal else 0

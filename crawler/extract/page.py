@@ -4,44 +4,51 @@ from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING
+from urllib.parse import urljoin
 
-from lxml import etree
+from w3lib.url import safe_url_string
 
-from crawler.extract.text import extract_text, extract_title
+from crawler.extract.html import extract_head, extract_hrefs, extract_text, parse_html
 from crawler.items import Page
 
 if TYPE_CHECKING:
     from scrapy.http import HtmlResponse
 
-#: Every link of a page, as the web spider follows them.
-HREFS = etree.XPath("//a/@href | //area/@href", smart_strings=False)
+    from crawler.stages import StageClock
 
 
-def page_from_response(response: HtmlResponse, url: str, links: int) -> Page:
-    """The page of ``response`` under its normalised ``url``, with ``links`` hrefs found.
-
-    Reads the lxml tree Scrapy already parsed (``response.selector``), so a spider that
-    also selects from the response parses it once.
-    """
-    root = response.selector.root
-    parsed = isinstance(root, etree._Element)
+def extract_page(response: HtmlResponse, url: str, clock: StageClock) -> tuple[Page, list[str], str]:
+    """(the page of ``response`` under its normalised ``url``, its hrefs, the URL they are
+    relative to) from one parse of its body; stages ``parse``, ``text``, ``links`` timed."""
+    start = clock.now()
+    tree = parse_html(response.body, response.encoding)
+    start = clock.add("parse", start)
+    text = extract_text(tree)
+    start = clock.add("text", start)
+    hrefs = extract_hrefs(tree)
+    head = extract_head(tree)
+    base = safe_url_string(urljoin(response.url, head.base), response.encoding) if head.base else response.url
+    clock.add("links", start)
     headers = response.headers
     etag = headers.get(b"ETag")
     last_modified = headers.get(b"Last-Modified")
-    return Page(
+    page = Page(
         url=url,
         status=response.status,
         fetched_at=time.time(),
         depth=response.meta.get("depth", 0),
         html=response.body,
-        text=extract_text(root) if parsed else "",
-        title=extract_title(root) if parsed else "",
+        text=text,
+        title=head.title,
         content_type=(headers.get(b"Content-Type") or b"").decode("latin-1"),
         encoding=response.encoding,
         http_headers=[(k.decode("latin-1"), v.decode("latin-1"))
                       for k, values in headers.items() for v in values],
         etag=etag.decode("latin-1") if etag else None,
         last_modified=last_modified.decode("latin-1") if last_modified else None,
-        links=links,
+        links=len(hrefs),
         sitemap_lastmod=response.meta.get("sitemap_lastmod"),
+        canonical=head.canonical,
+        meta_robots=head.robots,
     )
+    return page, hrefs, base

@@ -8,8 +8,9 @@ from scrapy.http import HtmlResponse
 from twisted.python.failure import Failure
 
 from crawler import signals as crawler_signals
-from crawler.extract.page import HREFS, page_from_response
+from crawler.extract.page import extract_page
 from crawler.frontier.codec import mark_failed
+from crawler.stages import StageClock
 from crawler.urls.normalize import UrlNormalizer
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class PageCaptureMiddleware:
     def __init__(self, crawler: Crawler, normalize: UrlNormalizer) -> None:
         self.crawler = crawler
         self.normalize = normalize
+        self.clock = StageClock(crawler.stats)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageCaptureMiddleware:
@@ -41,7 +43,7 @@ class PageCaptureMiddleware:
         if getattr(self.crawler.spider, "yields_pages", False) or not isinstance(response, HtmlResponse):
             return
         url = self.normalize(response.url) or response.url
-        page = page_from_response(response, url, len(HREFS(response.selector.root)))
+        page = extract_page(response, url, self.clock)[0]
         self.crawler.stats.inc_value("capture/pages")
         results = self.crawler.signals.send_catch_log(crawler_signals.page_captured, page=page,
                                                       response=response)

@@ -16,6 +16,7 @@ from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIn
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
 from crawler.items import Page
+from crawler.stages import StageClock
 from crawler.urls.keys import url_host
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class ContentSeenMiddleware:
     def __init__(self, stats: StatsCollector, max_distance: int, min_words: int,
                  index: ContentIndex | None = None) -> None:
         self.stats = stats
+        self.clock = StageClock(stats)
         self.min_words = min_words
         self.index = index if index is not None else MemoryContentIndex(max_distance)
         self._index_down = False
@@ -78,7 +80,7 @@ class ContentSeenMiddleware:
 
     def check(self, page: Page) -> bool:
         """Fingerprint ``page``, record it, and tell whether it duplicates an earlier one."""
-        digest, page.simhash, words = content_fingerprints(page.text)
+        digest, page.simhash, words = content_fingerprints(page.text, self.clock)
         page.content_sha256 = digest
         self.stats.inc_value("dedup/pages")
         if not words:

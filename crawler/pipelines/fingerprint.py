@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from crawler import signals as crawler_signals
 from crawler.dedup.fingerprints import content_fingerprints
 from crawler.items import Page
+from crawler.stages import StageClock
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -18,9 +19,12 @@ class ContentHashPipeline:
     pages that differ only in markup or spacing hash alike) and ``Page.simhash``,
     unless ``ContentSeenMiddleware`` already did. Other items pass through untouched."""
 
+    def __init__(self, clock: StageClock | None = None) -> None:
+        self.clock = clock
+
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ContentHashPipeline:
-        pipeline = cls()
+        pipeline = cls(StageClock(crawler.stats))
         crawler.signals.connect(pipeline.page_captured, signal=crawler_signals.page_captured)
         return pipeline
 
@@ -29,5 +33,5 @@ class ContentHashPipeline:
 
     def process_item(self, item: Any) -> Any:
         if isinstance(item, Page) and item.content_sha256 is None:
-            item.content_sha256, item.simhash, _ = content_fingerprints(item.text)
+            item.content_sha256, item.simhash, _ = content_fingerprints(item.text, self.clock)
         return item

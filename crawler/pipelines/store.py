@@ -14,6 +14,7 @@ from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.items import Page
 from crawler.paths import data_path
+from crawler.stages import StageClock
 from crawler.store.files import LocalStore, SegmentWriter, open_store, segment_name
 from crawler.store.warc import WarcFileWriter, WarcPage
 
@@ -26,8 +27,6 @@ if TYPE_CHECKING:
     from crawler.store.s3 import S3Store
 
 logger = logging.getLogger(__name__)
-
-_META_COMPRESSION = 6
 
 
 def iso_time(seconds: float) -> str:
@@ -51,6 +50,8 @@ def page_record(page: Page, warc: dict, text: dict | None, payload_digest: str |
         "last_modified": page.last_modified,
         "links": page.links,
         "sitemap_lastmod": page.sitemap_lastmod,
+        "canonical": page.canonical,
+        "meta_robots": page.meta_robots,
         "payload_digest": payload_digest,
         "warc": warc,
         "text": text,
@@ -66,19 +67,23 @@ class PageStorePipeline:
     gzip member. ``meta/<segment>.jsonl.gz``: one JSON record per page with where its
     records are (file, offset, length). Files roll at ``STORE_ROLL_BYTES`` or
     ``STORE_ROLL_SECONDS``; with an ``s3://`` store each complete file is uploaded.
+    Compressed by ISA-L at ``STORE_GZIP_LEVEL``.
     Stats: ``store/pages``, ``store/duplicates``, ``store/html_bytes``,
     ``store/warc_bytes``.
     """
 
     def __init__(self, store: LocalStore | S3Store, stats: StatsCollector, roll_bytes: int,
-                 roll_seconds: float = 0, signals: SignalManager | None = None) -> None:
+                 roll_seconds: float = 0, signals: SignalManager | None = None,
+                 gzip_level: int = defaults.STORE_GZIP_LEVEL) -> None:
         self.store = store
         if signals is not None and store.remote:
             store.on_uploaded = lambda name: signals.send_catch_log(
                 crawler_signals.store_file_uploaded, name=name)
         self.stats = stats
+        self.clock = StageClock(stats)
         self.roll_bytes = roll_bytes
         self.roll_seconds = roll_seconds
+        self.gzip_level = gzip_level
         self._warc: WarcFileWriter | None = None
         self._meta: SegmentWriter | None = None
 
@@ -91,6 +96,7 @@ class PageStorePipeline:
             settings.getint("STORE_ROLL_BYTES", defaults.STORE_ROLL_BYTES),
             settings.getfloat("STORE_ROLL_SECONDS", defaults.STORE_ROLL_SECONDS),
             crawler.signals,
+            settings.getint("STORE_GZIP_LEVEL", defaults.STORE_GZIP_LEVEL),
         )
         crawler.signals.connect(pipeline.page_captured, signal=crawler_signals.page_captured)
         return pipeline
@@ -103,9 +109,10 @@ class PageStorePipeline:
         self.store.recover()
         name = segment_name()
         software = f"politecrawler (Scrapy {scrapy.__version__})"
-        self._warc = WarcFileWriter(self.store, name, self.roll_bytes, software, self.roll_seconds)
+        self._warc = WarcFileWriter(self.store, name, self.roll_bytes, software, self.roll_seconds,
+                                    self.gzip_level)
         self._meta = SegmentWriter(self.store, "meta", name, "jsonl.gz", self.roll_bytes,
-                                   _META_COMPRESSION, self.roll_seconds)
+                                   self.gzip_level, self.roll_seconds)
         logger.info("Storing pages under %s", self.store.root)
 
     async def close_spider(self) -> None:
@@ -118,6 +125,12 @@ class PageStorePipeline:
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, Page):
             return item
+        start = self.clock.now()
+        self._store(item)
+        self.clock.add("store", start)
+        return item
+
+    def _store(self, item: Page) -> None:
         try:
             reason = HTTPStatus(item.status).phrase
         except ValueError:
@@ -139,4 +152,3 @@ class PageStorePipeline:
         meta = self._meta.append(line.encode("utf-8"))
         if self.store.remote:
             item.awaiting_upload = sorted({item.stored["warc"]["file"], meta.file})
-        return item

@@ -16,16 +16,16 @@ from scrapy import signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import HtmlResponse
 from scrapy.utils.gz import gunzip
-from scrapy.utils.response import get_base_url
 from scrapy.utils.sitemap import Sitemap
 from twisted.internet.task import LoopingCall
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.extract.page import HREFS, page_from_response
+from crawler.extract.page import extract_page
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
 from crawler.items import Page
+from crawler.stages import StageClock
 from crawler.urls.keys import registered_domain, url_host
 from crawler.urls.links import SCOPES, LinkFollower, Scope
 from crawler.urls.normalize import UrlNormalizer
@@ -267,6 +267,7 @@ class WebSpider(scrapy.Spider):
             segment_repeats=settings.getint("TRAP_SEGMENT_REPEATS", defaults.TRAP_SEGMENT_REPEATS),
             cache_size=settings.getint("LINK_CACHE_SIZE", defaults.LINK_CACHE_SIZE),
         )
+        self.clock = StageClock(self.crawler.stats)
         for url in self.seed_urls:
             self.links.mark_seen(url)
         for url in self.seed_urls:
@@ -303,18 +304,15 @@ class WebSpider(scrapy.Spider):
             return
         if self.pushed_seeds is not None:
             self.pushed_seeds.working()
-        root = response.selector.root
-        hrefs = HREFS(root) if isinstance(root, etree._Element) else []
         depth = response.meta.get("depth", 0)
         self.pages += 1
-        page = page_from_response(response, self._normalize(response.url) or response.url, len(hrefs))
+        page, hrefs, base = extract_page(response, self._normalize(response.url) or response.url, self.clock)
         yield page
-        yield from self._follow(response, page, hrefs, depth)
+        yield from self._follow(page, hrefs, base, depth)
         if self.max_pages and self.pages >= self.max_pages:
             raise CloseSpider("max_pages")  # after its links are queued: a resume goes on from there
 
-    def _follow(self, response: Response, page: Page, hrefs: list[str],
-                depth: int) -> Iterator[scrapy.Request]:
+    def _follow(self, page: Page, hrefs: list[str], base: str, depth: int) -> Iterator[scrapy.Request]:
         if page.duplicate_of:
             # ContentSeenMiddleware marked it as it passed: its links are not followed, and
             # not handed to the link follower either, which would remember them as handled.
@@ -322,7 +320,10 @@ class WebSpider(scrapy.Spider):
         if self.depth_limit and depth + 1 > self.depth_limit:
             self.crawler.stats.inc_value("traps/dropped/depth", len(hrefs))
             return
-        for url in self.links.new_links(get_base_url(response), hrefs):
+        start = self.clock.now()
+        urls = self.links.new_links(base, hrefs)
+        self.clock.add("normalise", start)
+        for url in urls:
             yield scrapy.Request(url, callback=self.parse)
 
     def sitemaps_found(self, sitemaps: list[str], robots_url: str) -> None:

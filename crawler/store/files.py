@@ -9,7 +9,6 @@ files are written locally, and ``finish(name)`` is called when one is complete.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import socket
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import urlsplit
 
+from isal import isal_zlib
 from scrapy.settings import BaseSettings, Settings
 
 if TYPE_CHECKING:
@@ -134,6 +134,35 @@ class RollingFile:
             self.store.finish(self.file_name)
 
 
+def gzip_member(data: bytes | memoryview, level: int) -> bytes:
+    """``data`` as one gzip member (mtime 0), compressed by ISA-L: the format stock gzip
+    and zlib read, at ~10x zlib's speed for a slightly larger output (level 0-3)."""
+    compressor = isal_zlib.compressobj(level, isal_zlib.DEFLATED, 16 + isal_zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush()
+
+
+class GzipMembers:
+    """A write-only stream over ``file`` that makes each flushed run of writes one gzip
+    member (ISA-L): what a writer writes up to ``flush()`` reads back alone."""
+
+    def __init__(self, file: BinaryIO, level: int) -> None:
+        self.file = file
+        self.level = level
+        self._compressor = None
+
+    def write(self, data: bytes | memoryview) -> int:
+        if self._compressor is None:
+            self._compressor = isal_zlib.compressobj(self.level, isal_zlib.DEFLATED, 16 + isal_zlib.MAX_WBITS)
+        self.file.write(self._compressor.compress(data))
+        return len(data)
+
+    def flush(self) -> None:
+        if self._compressor is not None:
+            self.file.write(self._compressor.flush())
+            self._compressor = None
+        self.file.flush()
+
+
 class SegmentWriter(RollingFile):
     """Appends each record as one gzip member; files roll as ``RollingFile`` says."""
 
@@ -145,7 +174,7 @@ class SegmentWriter(RollingFile):
     def append(self, data: bytes) -> Location:
         """Write ``data`` as one gzip member; flushed to the OS before returning."""
         file = self.current()
-        member = gzip.compress(data, compresslevel=self.level, mtime=0)
+        member = gzip_member(data, self.level)
         offset = file.tell()
         file.write(member)
         file.flush()

@@ -16,7 +16,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from crawler.store.files import Location, RollingFile, iter_records
+from crawler.store.files import GzipMembers, Location, RollingFile, iter_records
 
 if TYPE_CHECKING:
     from typing import BinaryIO
@@ -52,6 +52,28 @@ class WarcPage:
     fetched_at: str  # ISO 8601 UTC, the WARC-Date
 
 
+class _BodyReader:
+    """A seekable stream over a body that reads out memoryview slices: warcio digests and
+    writes the body from it without a copy (a BytesIO read copies each chunk)."""
+
+    def __init__(self, body: bytes) -> None:
+        self._view = memoryview(body)
+        self._pos = 0
+
+    def read(self, size: int = -1) -> memoryview:
+        start = self._pos
+        end = len(self._view) if size < 0 else min(start + size, len(self._view))
+        self._pos = end
+        return self._view[start:end]
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        self._pos = pos if whence == 0 else (self._pos + pos if whence == 1 else len(self._view) + pos)
+        return self._pos
+
+
 def _http_headers(page: WarcPage) -> StatusAndHeaders:
     """The HTTP response head for the decoded body: wire-level encodings are dropped
     (Scrapy decoded them) and Content-Length is the stored body's."""
@@ -65,13 +87,16 @@ class WarcFileWriter(RollingFile):
     warcinfo record and rolls as ``RollingFile`` says."""
 
     def __init__(self, store: LocalStore | S3Store, name: str, roll_bytes: int, software: str,
-                 roll_seconds: float = 0) -> None:
+                 roll_seconds: float = 0, level: int = 2) -> None:
         super().__init__(store, "warc", name, "warc.gz", roll_bytes, roll_seconds)
         self.software = software
+        self.level = level
         self._writer: WARCWriter | None = None
 
     def opened(self, file: BinaryIO) -> None:
-        self._writer = WARCWriter(file, gzip=True, warc_version="WARC/1.1")
+        # warcio builds the records; each is compressed as its own member by ISA-L
+        # (warcio's own gzip is zlib at level 9: 2 ms a 50 KB page, against 0.1 ms).
+        self._writer = WARCWriter(GzipMembers(file, self.level), gzip=False, warc_version="WARC/1.1")
         info = self._writer.create_warcinfo_record(
             self.file_name.rsplit("/", 1)[1], {"software": self.software, "format": "WARC File Format 1.1"}
         )
@@ -88,7 +113,8 @@ class WarcFileWriter(RollingFile):
     def response(self, page: WarcPage) -> tuple[Location, str, str]:
         """Write the response record; (location, record id, payload digest)."""
         record = self._builder().create_warc_record(
-            page.url, "response", payload=io.BytesIO(page.body), http_headers=_http_headers(page),
+            page.url, "response", payload=_BodyReader(page.body), length=len(page.body),
+            http_headers=_http_headers(page),
             warc_headers_dict={"WARC-Date": page.fetched_at},
         )
         location, record_id = self._write(record)
@@ -109,8 +135,9 @@ class WarcFileWriter(RollingFile):
 
     def conversion(self, url: str, text: str, refers_to: str, fetched_at: str) -> Location:
         """Write the cleaned text as a conversion record of the response ``refers_to``."""
+        data = text.encode("utf-8")
         record = self._builder().create_warc_record(
-            url, "conversion", payload=io.BytesIO(text.encode("utf-8")),
+            url, "conversion", payload=_BodyReader(data), length=len(data),
             warc_content_type="text/plain; charset=utf-8",
             warc_headers_dict={"WARC-Refers-To": refers_to, "WARC-Date": fetched_at},
         )

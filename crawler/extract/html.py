@@ -1,0 +1,99 @@
+"""One parse of an HTML page, and what the crawler reads from it: text, links and head.
+
+The parser is resiliparse's, on Lexbor (an HTML5 parser in C): no recursion over the
+tree's depth anywhere, in the parse or in the text walk, so a page of 100,000 nested
+unclosed tags gives its text and links; and the visible text is walked in C, with
+the skip rules below given as CSS selectors. Why resiliparse and not selectolax, the
+other Lexbor binding: ``docs/parsers.md`` (``bench/parsers.py``).
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+
+from resiliparse.extract.html2text import extract_plain_text
+from resiliparse.parse.html import HTMLTree
+
+#: Elements whose text is not page content: never text (forms' widgets, embedded
+#: documents and drawings), page-level navigation, site header and footer, sidebars
+#: (an ``<article>``'s or ``<main>``'s own header and footer are content: a byline),
+#: hidden elements and ARIA landmarks of boilerplate. Scripts, styles, ``<noscript>``
+#: and the head are never text for the extractor either.
+SKIP_SELECTORS = (
+    "template", "svg", "math", "iframe", "object", "canvas", "select", "button",
+    "nav", "aside", "menu",
+    "header:not(article header, main header)", "footer:not(article footer, main footer)",
+    "[hidden]", "[aria-hidden=true]",
+    "[role=navigation]", "[role=banner]", "[role=contentinfo]", "[role=complementary]", "[role=menu]",
+)
+_SKIP = list(SKIP_SELECTORS)
+_LINKS = "a[href], area[href]"
+
+
+@dataclass(frozen=True)
+class Head:
+    """What a page says about itself: its title, ``<base href>``, ``<link rel=canonical>``
+    and ``<meta name=robots>`` (as written; None when absent)."""
+
+    title: str = ""
+    base: str | None = None
+    canonical: str | None = None
+    robots: str | None = None
+
+
+def parse_html(body: bytes, encoding: str = "utf-8") -> HTMLTree:
+    """The page's tree, from its bytes in ``encoding`` (bytes it cannot decode become U+FFFD)."""
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        encoding = "utf-8"
+    return HTMLTree.parse_from_bytes(body, encoding, "replace")
+
+
+def lines(text: str) -> str:
+    """``text`` with spaces collapsed within each line and blank lines dropped."""
+    return "\n".join(line for line in (" ".join(raw.split()) for raw in text.split("\n")) if line)
+
+
+def extract_text(tree: HTMLTree) -> str:
+    """The page's visible text: one line per block, spaces collapsed, blank lines dropped."""
+    raw = extract_plain_text(tree, preserve_formatting=True, list_bullets=False, alt_texts=False,
+                             skip_elements=_SKIP)
+    return lines(raw)
+
+
+def extract_hrefs(tree: HTMLTree) -> list[str]:
+    """Every ``<a href>`` and ``<area href>`` of the page, in document order, as written."""
+    document = tree.document
+    if document is None:
+        return []
+    return [element.getattr("href") for element in document.query_selector_all(_LINKS).values()]
+
+
+def extract_head(tree: HTMLTree) -> Head:
+    """The page's title (whitespace collapsed), and the first ``<base href>``,
+    ``<link rel=canonical href>`` and ``<meta name=robots content>`` of its head.
+
+    One selector query over the head alone: a query costs a walk of the subtree it is
+    asked of (~0.2 ms over a 50 KB body). Scrapy's ``get_base_url`` read the first 4 KB.
+    """
+    head = tree.head
+    if head is None:
+        return Head()
+    base = canonical = robots = None
+    for element in head.query_selector_all("base[href], link[rel][href], meta[name][content]").values():
+        tag = element.tag
+        if tag == "base":
+            base = element.getattr("href").strip() if base is None else base
+        elif tag == "link":
+            if canonical is None and "canonical" in element.getattr("rel").lower().split():
+                canonical = element.getattr("href").strip()
+        elif robots is None and element.getattr("name").strip().lower() == "robots":
+            robots = element.getattr("content").strip()
+    return Head(" ".join((tree.title or "").split()), base, canonical, robots)
+
+
+def normalize_whitespace(text: str) -> str:
+    """Text with every run of whitespace made one space: the form content hashes see."""
+    return " ".join(text.split())
