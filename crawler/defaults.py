@@ -104,6 +104,8 @@ ROBOTSTXT_CACHE_SIZE = 10_000
 # Honour Crawl-delay as a floor on a host's gap, up to this many seconds.
 ROBOTSTXT_CRAWL_DELAY = True
 ROBOTSTXT_CRAWL_DELAY_MAX = 60.0
+# The web spider honours <meta name="robots"> and X-Robots-Tag: noindex (not stored), nofollow.
+ROBOTS_META_OBEY = True
 # Follow the Sitemap: lines of robots.txt (indexes and gzip too).
 SITEMAP_FOLLOW = False
 

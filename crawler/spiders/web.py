@@ -25,6 +25,8 @@ from crawler.extract.page import extract_page
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
 from crawler.items import Page
+from crawler.robots.meta import PageDirectives, page_directives
+from crawler.robots.rules import product_token
 from crawler.stages import StageClock
 from crawler.urls.keys import registered_domain, url_host
 from crawler.urls.links import SCOPES, LinkFollower, Scope
@@ -268,6 +270,10 @@ class WebSpider(scrapy.Spider):
             cache_size=settings.getint("LINK_CACHE_SIZE", defaults.LINK_CACHE_SIZE),
         )
         self.clock = StageClock(self.crawler.stats)
+        # <meta name=robots> and X-Robots-Tag, matched by our robots.txt product token.
+        self.meta_robots_token = product_token(
+            settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or ""
+        ) if settings.getbool("ROBOTS_META_OBEY", defaults.ROBOTS_META_OBEY) else None
         for url in self.seed_urls:
             self.links.mark_seen(url)
         for url in self.seed_urls:
@@ -305,10 +311,20 @@ class WebSpider(scrapy.Spider):
         if self.pushed_seeds is not None:
             self.pushed_seeds.working()
         depth = response.meta.get("depth", 0)
-        self.pages += 1
         page, hrefs, base = extract_page(response, self._normalize(response.url) or response.url, self.clock)
-        yield page
-        yield from self._follow(page, hrefs, base, depth)
+        asks = PageDirectives()
+        if self.meta_robots_token is not None:
+            tags = [v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")]
+            asks = page_directives(page.meta_robots, tags, self.meta_robots_token)
+        if asks.noindex:
+            stats.inc_value("robots/meta/noindex")  # not stored; its links still count
+        else:
+            self.pages += 1
+            yield page
+        if asks.nofollow:
+            stats.inc_value("robots/meta/nofollow")
+        else:
+            yield from self._follow(page, hrefs, base, depth)
         if self.max_pages and self.pages >= self.max_pages:
             raise CloseSpider("max_pages")  # after its links are queued: a resume goes on from there
 
