@@ -396,3 +396,17 @@ def test_both_backends_are_frontiers(tmp_path, redis_url):
 
     assert isinstance(EmbeddedFrontier(":memory:"), Frontier)
     assert isinstance(RedisFrontier(redis.Redis.from_url(redis_url), "proto"), Frontier)
+
+
+def test_a_sharded_frontier_claims_and_acks_in_batches_across_its_shards(redis_url):
+    base = redis_url.rsplit("/", 1)[0]
+    shards = [RedisFrontier(redis.Redis.from_url(f"{base}/{db}"), uuid.uuid4().hex, policy=POLICY)
+              for db in (2, 3)]
+    f = ShardedRedisFrontier(shards)
+    f.add([entry(f"http://h{i}.test/1") for i in range(8)])
+    assert {f.shard_of(f"h{i}.test") for i in range(8)} == {0, 1}  # both shards hold hosts
+    claims, _ = f.claim_many(0.0, 8)
+    assert len(claims) == 8
+    assert f.fetched_many([Fetch(c.fp, c.token, 0.0, 0.01, 200) for c in claims]) == [1.0] * 8
+    assert f.ack_many([(c.fp, c.token) for c in reversed(claims)]) == [True] * 8
+    assert not f.has_pending() and f.done_count() == 8

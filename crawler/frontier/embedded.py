@@ -287,10 +287,15 @@ class EmbeddedFrontier:
             added.append(True)
         return added
 
+    def _held(self, fp: int, token: int) -> _Lease | None:
+        """The lease of ``fp``, if ``token`` holds it."""
+        lease = self._leases.get(fp)
+        return lease if lease is not None and lease.token == token else None
+
     def _end_lease(self, fp: int, token: int) -> _Lease | None:
         """The lease of ``fp`` if ``token`` holds it, ended: its host is free again."""
-        lease = self._leases.get(fp)
-        if lease is None or lease.token != token:
+        lease = self._held(fp, token)
+        if lease is None:
             return None
         del self._leases[fp]
         host = self._hosts[lease.host]
@@ -360,23 +365,18 @@ class EmbeddedFrontier:
     def requeue(self, fp: int, token: int, request: str) -> bool:
         """Queue a leased URL again (a retry): its lease ends, its place is the back
         of its level. False if ``token`` is not the URL's current lease."""
-        lease = self._leases.get(fp)
-        if lease is None or lease.token != token:
+        lease = self._held(fp, token)
+        if lease is None:
             return False
-        del self._leases[fp]
         row = self.db.execute("SELECT level FROM urls WHERE fp = ?", (_signed(fp),)).fetchone()
         self._seq += 1
         self.db.execute(
             "UPDATE urls SET state = ?, seq = ?, request = ? WHERE fp = ?",
             (QUEUED, self._seq, request, _signed(fp)),
         )
-        host = self._hosts[lease.host]
-        host.queued[row[0]] += 1
+        self._hosts[lease.host].queued[row[0]] += 1
         self.queued += 1
-        if lease.fetching:
-            self._release(host.group)
-        else:
-            self._schedule(host)
+        self._end_lease(fp, token)  # queued first, so the freed host is scheduled with it
         return True
 
     def next(self, now: float) -> Claim | float | None:
@@ -458,13 +458,9 @@ class EmbeddedFrontier:
 
     def ack(self, fp: int, token: int) -> bool:
         """The URL is done (its page stored, or nothing to store): its lease ends for good."""
-        lease = self._leases.get(fp)
-        if lease is None or lease.token != token:
+        if self._end_lease(fp, token) is None:
             return False
-        del self._leases[fp]
         self.db.execute("UPDATE urls SET state = ?, request = NULL WHERE fp = ?", (DONE, _signed(fp)))
-        if lease.fetching:  # never reached the network (e.g. refused by a middleware)
-            self._release(self._hosts[lease.host].group)
         return True
 
     def renew(self, fp: int, token: int, expires: float) -> None:

@@ -450,7 +450,16 @@ class ShardedRedisFrontier:
                 for f in fetches]
 
     def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
-        return [self.ack(fp, token) for fp, token in leases]
+        """One ack script per shard, for all of its leases."""
+        by_shard: dict[int, list[int]] = {}
+        for position, (_, token) in enumerate(leases):
+            by_shard.setdefault(token % len(self.shards), []).append(position)
+        results = [False] * len(leases)
+        for index, positions in by_shard.items():
+            local = [(leases[p][0], leases[p][1] // len(self.shards)) for p in positions]
+            for position, ok in zip(positions, self.shards[index].ack_many(local), strict=True):
+                results[position] = ok
+        return results
 
     def ack(self, fp: int, token: int) -> bool:
         shard, local = self._by_token(token)
