@@ -72,6 +72,21 @@ SIMHASH_MAX_DISTANCE = 3
 # Texts shorter than this many words are compared exactly only.
 SIMHASH_MIN_WORDS = 20
 
+# --- Freshness (seed 000): revisit intervals, seconds -----------------------------
+# A page is first revisited after this long; halved when it changed, doubled when not...
+REVISIT_INTERVAL = 7 * 86400.0
+# ...but never sooner than this...
+REVISIT_MIN_INTERVAL = 86400.0
+# ...nor later than this.
+REVISIT_MAX_INTERVAL = 30 * 86400.0
+# Pages at the minimum interval take at most this share of the fetches (their visits are
+# stretched past it): Cho and Garcia-Molina show the pages that change fastest are the
+# worst use of fetches, and a crawl must keep most of its rate for discovery.
+REVISIT_HOT_SHARE = 0.2
+# Keep going when nothing is queued: sleep until the next revisit falls due (ends on
+# CLOSESPIDER_TIMEOUT, Ctrl-C or a stop from outside). Off: one pass, as `scrapy crawl`.
+CRAWL_CONTINUOUS = False
+
 # --- Where data goes ------------------------------------------------------------
 # Absolute directory that relative FRONTIER_DIR, STORE_URI, STORE_SPOOL_DIR are under ("": the working dir).
 DATA_DIR = ""

@@ -1,0 +1,170 @@
+"""When to fetch a page again (seeds 000 and 003): pure code, no I/O.
+
+Per URL the crawl keeps a :class:`RevisitState`: its revisit interval, the hash of its
+last text, its validators (ETag, Last-Modified) and when it was last fetched. After
+each visit the interval halves when the page changed and doubles when it did not (a
+304, or a 200 with the same text hash: a rotating ad in the markup is no change),
+bounded to [min, max]. The next visit is ``now + interval / importance``, never sooner
+than the minimum interval, and stretched while the hottest pages take more than their
+share of the fetches (:class:`HotShare`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+
+from crawler import defaults
+
+NOT_MODIFIED, UNCHANGED, CHANGED, FIRST = "not_modified", "unchanged", "changed", "first"
+
+
+@dataclass
+class RevisitState:
+    """What the crawl remembers of a URL between visits (kept in its stored request)."""
+
+    interval: float  # seconds
+    sha: str | None  # content_sha256 of the last text
+    etag: str | None
+    last_modified: str | None
+    fetched_at: float  # Unix seconds of the last fetch
+    next_visit: float
+    visits: int = 1
+    changes: int = 0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> RevisitState | None:
+        """The state stored in a request's meta; None when absent or unreadable."""
+        if not isinstance(data, dict):
+            return None
+        try:
+            return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        except TypeError:
+            return None
+
+
+def outcome(previous: RevisitState | None, status: int, sha: str | None) -> str:
+    """How a visit compares with the last one: first, not_modified, unchanged or changed."""
+    if previous is None:
+        return FIRST
+    if status == 304:
+        return NOT_MODIFIED
+    return UNCHANGED if sha is not None and sha == previous.sha else CHANGED
+
+
+def importance(depth: int, sitemap_priority: float | None = None) -> float:
+    """How much sooner than its interval a page is worth visiting: 2 for a seed, falling
+    towards 1 with depth (pages near the seeds are the site's hubs), times 0.5 to 1.5 by
+    a sitemap's <priority> (0.0 to 1.0, default 0.5 means no change)."""
+    value = 1.0 + 1.0 / (1 + max(0, depth))
+    if sitemap_priority is not None and 0.0 <= sitemap_priority <= 1.0:
+        value *= 0.5 + sitemap_priority
+    return value
+
+
+def lastmod_time(value: str | None) -> float | None:
+    """Unix seconds of a sitemap <lastmod> (W3C datetime: a date, or a date and time with a
+    zone); None when absent or unreadable."""
+    if not value:
+        return None
+    text = value.strip().replace("Z", "+00:00")
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp()
+
+
+@dataclass(frozen=True)
+class RevisitPolicy:
+    """Intervals in seconds: start at ``interval``, kept within [``min_interval``,
+    ``max_interval``] (defaults 7 days, 1 day, 30 days)."""
+
+    interval: float = defaults.REVISIT_INTERVAL
+    min_interval: float = defaults.REVISIT_MIN_INTERVAL
+    max_interval: float = defaults.REVISIT_MAX_INTERVAL
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_interval <= self.interval <= self.max_interval:
+            raise ValueError(
+                "revisit intervals must satisfy 0 < REVISIT_MIN_INTERVAL <= REVISIT_INTERVAL <= "
+                f"REVISIT_MAX_INTERVAL, not {self.min_interval}, {self.interval}, {self.max_interval}")
+
+    def next_interval(self, previous: RevisitState | None, result: str) -> float:
+        """Halved on a change, doubled when unchanged, bounded; the start for a first visit."""
+        if previous is None or result == FIRST:
+            return self.interval
+        grown = previous.interval / 2 if result == CHANGED else previous.interval * 2
+        return min(self.max_interval, max(self.min_interval, grown))
+
+    def is_hot(self, interval: float) -> bool:
+        """The page is revisited as often as the policy allows."""
+        return interval <= self.min_interval
+
+    def visit(self, previous: RevisitState | None, now: float, status: int, sha: str | None,
+              etag: str | None, last_modified: str | None, weight: float = 1.0,
+              stretch: float = 1.0) -> tuple[str, RevisitState]:
+        """(outcome, new state) of a visit at ``now``. ``weight``: :func:`importance`;
+        ``stretch``: :meth:`HotShare.stretch` for a hot page. A 304 keeps the stored hash
+        and validators the server did not resend."""
+        result = outcome(previous, status, sha)
+        interval = self.next_interval(previous, result)
+        wait = max(self.min_interval, interval / max(weight, 1e-9))
+        if self.is_hot(interval):
+            wait *= max(1.0, stretch)
+        if result == NOT_MODIFIED and previous is not None:
+            sha = previous.sha
+            etag = etag or previous.etag
+            last_modified = last_modified or previous.last_modified
+        visits = previous.visits + 1 if previous else 1
+        changes = (previous.changes if previous else 0) + (result == CHANGED)
+        return result, RevisitState(interval, sha, etag, last_modified, now, now + wait, visits, changes)
+
+    @staticmethod
+    def due_by_lastmod(state_fetched_at: float, lastmod: float | None) -> bool:
+        """A sitemap says the page changed after its last fetch: visit it now."""
+        return lastmod is not None and lastmod > state_fetched_at
+
+
+class HotShare:
+    """The share of the last ``window`` fetches that went to hot pages (revisited at the
+    minimum interval), and how much to stretch their next visits so that they take at
+    most ``cap`` of the fetches, leaving the rest to discovery and slower pages."""
+
+    def __init__(self, cap: float = defaults.REVISIT_HOT_SHARE, window: int = 1000) -> None:
+        if not 0 < cap <= 1:
+            raise ValueError(f"REVISIT_HOT_SHARE must be in (0, 1], not {cap}")
+        self.cap = cap
+        self._recent: deque[bool] = deque(maxlen=window)
+        self._hot = 0
+
+    def record(self, hot: bool) -> None:
+        if len(self._recent) == self._recent.maxlen and self._recent[0]:
+            self._hot -= 1
+        self._recent.append(hot)
+        self._hot += hot
+
+    @property
+    def share(self) -> float:
+        return self._hot / len(self._recent) if self._recent else 0.0
+
+    def stretch(self) -> float:
+        """1 within the cap; else share / cap (hot pages visited that much less often)."""
+        share = self.share
+        return 1.0 if share <= self.cap else share / self.cap
+
+
+def seconds(value: float) -> str:
+    """An interval for people: ``3.5 d``, ``6 h``, ``90 s``."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if value >= size:
+            amount = value / size
+            return f"{amount:.1f} {unit}" if not math.isclose(amount, round(amount)) else f"{round(amount)} {unit}"
+    return f"{value:.0f} s"

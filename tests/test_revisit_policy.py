@@ -1,0 +1,108 @@
+"""The revisit policy as pure functions: intervals, outcomes, importance, the hot cap."""
+
+import pytest
+
+from crawler.frontier.revisit import (
+    CHANGED,
+    FIRST,
+    NOT_MODIFIED,
+    UNCHANGED,
+    HotShare,
+    RevisitPolicy,
+    RevisitState,
+    importance,
+    lastmod_time,
+)
+
+DAY = 86400.0
+POLICY = RevisitPolicy(7 * DAY, DAY, 30 * DAY)
+
+
+def first(now=0.0, sha="a", etag='"e1"', lm=None):
+    return POLICY.visit(None, now, 200, sha, etag, lm)[1]
+
+
+def test_a_first_visit_starts_at_the_initial_interval():
+    result, state = POLICY.visit(None, 100.0, 200, "a", '"e"', "Mon, 01 Jan 2024 00:00:00 GMT")
+    assert result == FIRST
+    assert state.interval == 7 * DAY
+    assert state.next_visit == 100.0 + 7 * DAY / 1.0
+    assert (state.sha, state.etag, state.visits, state.changes) == ("a", '"e"', 1, 0)
+
+
+def test_a_change_halves_and_no_change_doubles_within_bounds():
+    state = first()
+    result, changed = POLICY.visit(state, 10.0, 200, "b", None, None)
+    assert (result, changed.interval, changed.changes) == (CHANGED, 3.5 * DAY, 1)
+    result, same = POLICY.visit(state, 10.0, 200, "a", None, None)
+    assert (result, same.interval) == (UNCHANGED, 14 * DAY)
+    for _ in range(10):
+        state = POLICY.visit(state, 10.0, 200, state.sha + "x", None, None)[1]
+    assert state.interval == DAY
+    for _ in range(10):
+        state = POLICY.visit(state, 10.0, 304, None, None, None)[1]
+    assert state.interval == 30 * DAY
+
+
+def test_a_304_is_unchanged_and_keeps_the_hash_and_validators():
+    state = first(sha="a", etag='"e1"', lm="Mon, 01 Jan 2024 00:00:00 GMT")
+    result, after = POLICY.visit(state, 50.0, 304, None, None, None)
+    assert result == NOT_MODIFIED
+    assert (after.sha, after.etag, after.last_modified) == ("a", '"e1"', state.last_modified)
+    assert after.interval == 14 * DAY and after.fetched_at == 50.0
+
+
+def test_importance_brings_the_visit_closer_but_never_below_the_minimum():
+    state = first()
+    _, hub = POLICY.visit(state, 0.0, 200, "a", None, None, weight=importance(0))
+    _, deep = POLICY.visit(state, 0.0, 200, "a", None, None, weight=importance(9))
+    assert hub.next_visit < deep.next_visit
+    assert hub.next_visit == 14 * DAY / 2.0
+    fast = RevisitState(DAY, "a", None, None, 0.0, DAY)
+    _, hot = POLICY.visit(fast, 0.0, 200, "b", None, None, weight=100.0)
+    assert hot.next_visit == DAY  # at least the minimum interval apart
+
+
+def test_importance_falls_with_depth_and_follows_sitemap_priority():
+    assert importance(0) == 2.0
+    assert importance(1) > importance(5) > 1.0
+    assert importance(1, 1.0) > importance(1) > importance(1, 0.0)
+    assert importance(1, 7.0) == importance(1)  # out of range: ignored
+
+
+def test_the_hot_share_stretches_hot_pages_only_past_the_cap():
+    hot = HotShare(cap=0.2, window=100)
+    for i in range(100):
+        hot.record(i % 10 == 0)  # 10% hot
+    assert hot.stretch() == 1.0
+    for _ in range(100):
+        hot.record(True)
+    assert hot.share == 1.0 and hot.stretch() == pytest.approx(5.0)
+    fast = RevisitState(DAY, "a", None, None, 0.0, DAY)
+    _, stretched = POLICY.visit(fast, 0.0, 200, "b", None, None, stretch=5.0)
+    assert stretched.next_visit == 5 * DAY
+    slow = first()
+    _, unstretched = POLICY.visit(slow, 0.0, 200, "a", None, None, stretch=5.0)
+    assert unstretched.next_visit == 14 * DAY
+
+
+def test_a_sitemap_lastmod_after_the_last_fetch_makes_a_url_due():
+    state = first(now=lastmod_time("2024-01-02T00:00:00Z"))
+    assert POLICY.due_by_lastmod(state.fetched_at, lastmod_time("2024-01-03"))
+    assert not POLICY.due_by_lastmod(state.fetched_at, lastmod_time("2024-01-01"))
+    assert not POLICY.due_by_lastmod(state.fetched_at, lastmod_time("yesterday"))
+    assert lastmod_time("2024-01-01T10:00:00+02:00") == lastmod_time("2024-01-01T08:00:00Z")
+
+
+def test_state_round_trips_through_json_and_bad_state_is_none():
+    state = first()
+    assert RevisitState.from_dict(state.as_dict()) == state
+    assert RevisitState.from_dict({"interval": 1}) is None
+    assert RevisitState.from_dict("nonsense") is None
+
+
+def test_bad_bounds_are_refused():
+    with pytest.raises(ValueError, match="REVISIT_MIN_INTERVAL"):
+        RevisitPolicy(10.0, 20.0, 30.0)
+    with pytest.raises(ValueError, match="REVISIT_HOT_SHARE"):
+        HotShare(cap=0)
