@@ -50,6 +50,18 @@ class Fetch:
 
 
 @dataclass
+class Revisit:
+    """A URL done for now: fetch it again at ``due`` as ``request`` (which carries its
+    revisit state and validators, ``crawler.frontier.revisit``); last fetched at ``fetched_at``."""
+
+    fp: int
+    token: int
+    request: str
+    due: float
+    fetched_at: float
+
+
+@dataclass
 class DeadLetter:
     """A URL given up after its retry chain: its stored request, last error and when."""
 
@@ -120,6 +132,29 @@ class Frontier(Protocol):
 
     def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
         """Queue a dead letter again as ``request``; False if it is no longer one."""
+
+    # ---- revisits (freshness): a URL done is kept, with its request, until it falls due
+    def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
+        """Like ``ack`` (the URL is done, its lease ends), but the URL is fetched again once
+        ``due`` (``due_revisits``). A scheduled revisit is not pending work: a crawl with
+        only revisits left is finished for this pass."""
+
+    def due_revisits(self, now: float, limit: int = 10_000) -> int:
+        """Queue up to ``limit`` revisits that are due, at their own priority level, so they
+        compete with new URLs; how many."""
+
+    def revisit_at(self, fp: int, host: str) -> tuple[float, float] | None:
+        """(due, last fetched) of the URL's scheduled revisit, or None."""
+
+    def hasten_revisit(self, fp: int, host: str, due: float) -> bool:
+        """Bring the URL's scheduled revisit forward to ``due``; False if it has none."""
+
+    def next_revisit(self) -> float | None:
+        """When the earliest scheduled revisit falls due (None: none scheduled)."""
+
+    @property
+    def revisits(self) -> int:
+        """URLs done and scheduled for a revisit."""
 
     # ---- liveness
     def renew(self, fp: int, token: int, expires: float) -> None:

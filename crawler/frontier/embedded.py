@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch
+from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
 
 logger = logging.getLogger(__name__)
 
-QUEUED, LEASED, DONE, WAITING, DEAD = 0, 1, 2, 3, 4
+QUEUED, LEASED, DONE, WAITING, DEAD, REVISIT = 0, 1, 2, 3, 4, 5
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS hosts (
@@ -44,13 +44,16 @@ CREATE TABLE IF NOT EXISTS urls (
     fp INTEGER PRIMARY KEY,         -- 64-bit URL fingerprint, as a signed integer
     host_id INTEGER NOT NULL,
     level INTEGER NOT NULL,
-    state INTEGER NOT NULL,         -- 0 queued, 1 leased, 2 done, 3 waiting to retry, 4 dead
+    state INTEGER NOT NULL,         -- 0 queued, 1 leased, 2 done, 3 waiting to retry, 4 dead,
+                                -- 5 done until its revisit
     seq INTEGER NOT NULL,           -- arrival order: FIFO within a level
     request TEXT                    -- JSON; dropped once done (the row stays as "seen")
 );
 CREATE INDEX IF NOT EXISTS urls_queued ON urls (host_id, level, seq) WHERE state = 0;
 CREATE TABLE IF NOT EXISTS waiting (fp INTEGER PRIMARY KEY, due REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS waiting_due ON waiting (due);
+CREATE TABLE IF NOT EXISTS revisits (fp INTEGER PRIMARY KEY, due REAL NOT NULL, fetched_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS revisits_due ON revisits (due);
 CREATE TABLE IF NOT EXISTS dead_letters (fp INTEGER PRIMARY KEY, error TEXT NOT NULL, at REAL NOT NULL);
 """
 
@@ -143,6 +146,7 @@ class EmbeddedFrontier:
         self.counters: dict[str, int] = {}
         self._seq = self.db.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0]
         self.waiting = self.db.execute("SELECT count(*) FROM waiting").fetchone()[0]
+        self.revisits = self.db.execute("SELECT count(*) FROM revisits").fetchone()[0]
         self._load()
 
     # ---------------------------------------------------------------- state
@@ -274,9 +278,11 @@ class EmbeddedFrontier:
             )
             if not cur.rowcount and force:
                 cur = self.db.execute(
-                    "UPDATE urls SET state = ?, level = ?, seq = ?, request = ? WHERE fp = ? AND state = ?",
-                    (QUEUED, entry.level, self._seq, entry.request, fp, DONE),
+                    "UPDATE urls SET state = ?, level = ?, seq = ?, request = ? WHERE fp = ? AND state IN (?, ?)",
+                    (QUEUED, entry.level, self._seq, entry.request, fp, DONE, REVISIT),
                 )
+                if cur.rowcount:
+                    self.revisits -= self.db.execute("DELETE FROM revisits WHERE fp = ?", (fp,)).rowcount
             if not cur.rowcount:
                 self.count("dropped/seen")
                 added.append(False)
@@ -318,19 +324,54 @@ class EmbeddedFrontier:
 
     def due_retries(self, now: float) -> int:
         """Queue again the URLs whose retry time has come; returns how many."""
-        rows = self.db.execute("SELECT w.fp, u.host_id, u.level FROM waiting w JOIN urls u ON u.fp = w.fp "
-                               "WHERE w.due <= ?", (now,)).fetchall()
+        due = self._queue_parked("waiting", now, -1)
+        self.waiting -= due
+        return due
+
+    def _queue_parked(self, table: str, now: float, limit: int) -> int:
+        """Queue the URLs of ``table`` (waiting, revisits) whose time has come."""
+        rows = self.db.execute(f"SELECT p.fp, u.host_id, u.level FROM {table} p JOIN urls u ON u.fp = p.fp "
+                               "WHERE p.due <= ? ORDER BY p.due LIMIT ?", (now, limit)).fetchall()
         by_id = {h.id: h for h in self._hosts.values()} if rows else {}
         for fp, hid, level in rows:
             self._seq += 1
             self.db.execute("UPDATE urls SET state = ?, seq = ? WHERE fp = ?", (QUEUED, self._seq, fp))
-            self.db.execute("DELETE FROM waiting WHERE fp = ?", (fp,))
+            self.db.execute(f"DELETE FROM {table} WHERE fp = ?", (fp,))
             host = by_id[hid]
             host.queued[level] += 1
             self.queued += 1
-            self.waiting -= 1
             self._schedule(host)
         return len(rows)
+
+    def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
+        done = []
+        for r in revisits:
+            if self._end_lease(r.fp, r.token) is None:
+                done.append(False)
+                continue
+            fp = _signed(r.fp)
+            self.db.execute("UPDATE urls SET state = ?, request = ? WHERE fp = ?", (REVISIT, r.request, fp))
+            self.revisits += self.db.execute(
+                "INSERT OR REPLACE INTO revisits (fp, due, fetched_at) VALUES (?, ?, ?)",
+                (fp, r.due, r.fetched_at)).rowcount
+            done.append(True)
+        return done
+
+    def due_revisits(self, now: float, limit: int = 10_000) -> int:
+        due = self._queue_parked("revisits", now, limit)
+        self.revisits -= due
+        return due
+
+    def revisit_at(self, fp: int, host: str) -> tuple[float, float] | None:
+        row = self.db.execute("SELECT due, fetched_at FROM revisits WHERE fp = ?", (_signed(fp),)).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def hasten_revisit(self, fp: int, host: str, due: float) -> bool:
+        return bool(self.db.execute("UPDATE revisits SET due = min(due, ?) WHERE fp = ?",
+                                    (due, _signed(fp))).rowcount)
+
+    def next_revisit(self) -> float | None:
+        return self.db.execute("SELECT min(due) FROM revisits").fetchone()[0]
 
     def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
         """A leased URL failed its last try: keep it as a dead letter (``dead_letters``)."""
@@ -495,7 +536,7 @@ class EmbeddedFrontier:
         return bool(self.queued or self._leases or self.waiting)
 
     def done_count(self) -> int:
-        return self.db.execute("SELECT count(*) FROM urls WHERE state = ?", (DONE,)).fetchone()[0]
+        return self.db.execute("SELECT count(*) FROM urls WHERE state IN (?, ?)", (DONE, REVISIT)).fetchone()[0]
 
     def gauges(self, now: float) -> dict[str, int]:
         """Hosts with queued URLs (active), of them waiting out a gap, and URLs queued/leased."""
@@ -508,6 +549,7 @@ class EmbeddedFrontier:
             "hosts/backing_off": sum(1 for h in active if h.group.times.backoff),
             "queued": self.queued,
             "waiting": self.waiting,
+            "revisits": self.revisits,
             "leased": self.leased,
         }
 
@@ -543,7 +585,8 @@ def read_counts(path: str | Path) -> dict[str, int]:
         "seen": sum(by_state.values()),
         "queued": by_state.get(QUEUED, 0),
         "leased": by_state.get(LEASED, 0),
-        "done": by_state.get(DONE, 0),
+        "done": by_state.get(DONE, 0) + by_state.get(REVISIT, 0),
+        "revisits": by_state.get(REVISIT, 0),
         "waiting": by_state.get(WAITING, 0),
         "dead_letters": by_state.get(DEAD, 0),
         "hosts": hosts,

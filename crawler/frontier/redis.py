@@ -35,7 +35,7 @@ from importlib import resources
 
 from redis import Redis
 
-from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch
+from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
 
 
@@ -63,6 +63,7 @@ _ACK = _script("ack.lua")
 _REQUEUE = _script("requeue.lua")
 _REAP = _script("reap.lua")
 _DUE = _script("due.lua")
+_REVISIT = _script("revisit.lua")
 _REQUEUE_DEAD = _script("requeue_dead.lua")
 _HEARTBEAT = _script("heartbeat.lua")
 _KEY = _script("key.lua")
@@ -152,7 +153,8 @@ class RedisFrontier:
         self._scripts = {name: client.register_script(body) for name, body in (
             ("add", _ADD_BLOOM if self.bloom else _ADD), ("claim", _CLAIM), ("times", _TIMES),
             ("fetched", _FETCHED), ("ack", _ACK), ("requeue", _REQUEUE), ("reap", _REAP), ("key", _KEY),
-            ("heartbeat", _HEARTBEAT), ("due", _DUE), ("requeue_dead", _REQUEUE_DEAD))}
+            ("heartbeat", _HEARTBEAT), ("due", _DUE), ("requeue_dead", _REQUEUE_DEAD),
+            ("revisit", _REVISIT))}
         self._known_hosts: set[str] = set()
         if self.bloom:  # allocate each new bitmap whole: grown bit by bit, Redis doubles it
             allocate = client.register_script(
@@ -252,7 +254,38 @@ class RedisFrontier:
         return bool(self._run("requeue", self._fp(fp).hex(), token, "2", request, due))
 
     def due_retries(self, now: float) -> int:
-        return int(self._run("due", now))
+        return int(self._run("due", now, "waiting", -1))
+
+    def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
+        """End each lease, keeping the URL for its revisit: one script, one round trip."""
+        if not revisits:
+            return []
+        args = [a for r in revisits for a in (self._fp(r.fp).hex(), r.token, r.request, r.due, r.fetched_at)]
+        return [bool(flag) for flag in self._run("revisit", *args)]
+
+    def due_revisits(self, now: float, limit: int = 10_000) -> int:
+        return int(self._run("due", now, "revisits", limit))
+
+    def revisit_at(self, fp: int, host: str) -> tuple[float, float] | None:
+        key = self._fp(fp).hex()
+        due = self.redis.zscore(self.prefix + "revisits", key)
+        fetched = self.redis.hget(self.prefix + f"retry:{key}", "fetched")
+        return None if due is None or fetched is None else (float(due), float(fetched))
+
+    def hasten_revisit(self, fp: int, host: str, due: float) -> bool:
+        key = self._fp(fp).hex()
+        if self.redis.zscore(self.prefix + "revisits", key) is None:
+            return False
+        self.redis.zadd(self.prefix + "revisits", {key: due}, xx=True, lt=True)
+        return True
+
+    def next_revisit(self) -> float | None:
+        first = self.redis.zrange(self.prefix + "revisits", 0, 0, withscores=True)
+        return float(first[0][1]) if first else None
+
+    @property
+    def revisits(self) -> int:
+        return int(self.redis.zcard(self.prefix + "revisits"))
 
     def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
         return bool(self._run("requeue", self._fp(fp).hex(), token, "3", request, error, now))
@@ -322,6 +355,7 @@ class RedisFrontier:
 
     def gauges(self, now: float) -> dict[str, int]:
         return {"queued": self.queued, "leased": self.leased, "waiting": self.waiting,
+                "revisits": self.revisits,
                 "hosts/ready": int(self.redis.zcount(self.prefix + "ready", "-inf", now))}
 
     def count(self, key: str, n: int = 1) -> None:
@@ -358,6 +392,9 @@ class ShardedRedisFrontier:
     the host: a host's queues, politeness state, leases and its URLs' seen entries all
     live on its shard, so no step spans two servers and adding a server moves only
     about 1/N of the hosts. (Per-IP politeness holds within a shard.)
+
+    Claims take the shards in turn: hosts come earliest-allowed first within a shard,
+    not across shards (that would cost a round trip to every shard per claim).
 
     The shard is part of each lease token (``token * shards + shard``), so the calls
     that take a lease find their server without a lookup.
@@ -485,6 +522,41 @@ class ShardedRedisFrontier:
 
     def due_retries(self, now: float) -> int:
         return sum(shard.due_retries(now) for shard in self.shards)
+
+    def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
+        """One revisit script per shard, for all of its leases."""
+        count = len(self.shards)
+        by_shard: dict[int, list[int]] = {}
+        for position, r in enumerate(revisits):
+            by_shard.setdefault(r.token % count, []).append(position)
+        results = [False] * len(revisits)
+        for index, positions in by_shard.items():
+            local = [Revisit(revisits[p].fp, revisits[p].token // count, revisits[p].request,
+                             revisits[p].due, revisits[p].fetched_at) for p in positions]
+            for position, ok in zip(positions, self.shards[index].revisit_many(local), strict=True):
+                results[position] = ok
+        return results
+
+    def due_revisits(self, now: float, limit: int = 10_000) -> int:
+        queued = 0
+        for shard in self.shards:
+            if queued < limit:
+                queued += shard.due_revisits(now, limit - queued)
+        return queued
+
+    def revisit_at(self, fp: int, host: str) -> tuple[float, float] | None:
+        return self.shards[self.shard_of(host)].revisit_at(fp, host)
+
+    def hasten_revisit(self, fp: int, host: str, due: float) -> bool:
+        return self.shards[self.shard_of(host)].hasten_revisit(fp, host, due)
+
+    def next_revisit(self) -> float | None:
+        times = [t for t in (shard.next_revisit() for shard in self.shards) if t is not None]
+        return min(times) if times else None
+
+    @property
+    def revisits(self) -> int:
+        return sum(shard.revisits for shard in self.shards)
 
     def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
         shard, local = self._by_token(token)

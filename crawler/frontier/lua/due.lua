@@ -1,5 +1,7 @@
--- ARGV[3] now: queue again every URL whose retry time has come; returns how many
-local due = redis.call('ZRANGEBYSCORE', P .. 'waiting', '-inf', ARGV[3])
+-- ARGV[3] now, ARGV[4] the sorted set of parked URLs ('waiting' for retries, 'revisits'),
+-- ARGV[5] at most this many: queue again every URL of it whose time has come; how many
+local set = P .. ARGV[4]
+local due = redis.call('ZRANGEBYSCORE', set, '-inf', ARGV[3], 'LIMIT', 0, tonumber(ARGV[5]))
 for _, fp in ipairs(due) do
   local r = P .. 'retry:' .. fp
   local host = redis.call('HGET', r, 'host')
@@ -7,7 +9,7 @@ for _, fp in ipairs(due) do
              cjson.encode({fp, redis.call('HGET', r, 'request')}))
   redis.call('HINCRBY', P .. 'counters', 'queued', 1)
   redis.call('DEL', r)
-  redis.call('ZREM', P .. 'waiting', fp)
+  redis.call('ZREM', set, fp)
   schedule(host)
 end
 return #due
