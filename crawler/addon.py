@@ -50,6 +50,7 @@ COMPONENTS = {
     },
     "ITEM_PIPELINES": {
         "crawler.pipelines.fingerprint.ContentHashPipeline": 300,
+        "crawler.pipelines.revisit.RevisitPipeline": 700,
         "crawler.pipelines.store.PageStorePipeline": 800,
     },
 }

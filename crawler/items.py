@@ -42,6 +42,12 @@ class Page:
     simhash: int | None = None  # 64-bit simhash of the text's word 3-grams
     duplicate_of: str | None = None  # URL of the earlier page with the same or near text
     duplicate_kind: str | None = None  # "exact" or "near"
+    sitemap_priority: float | None = None  # <priority> of the sitemap entry that led here
+    # Freshness: the state kept from the last visit (request meta "revisit"), how this visit
+    # compares (first, changed, unchanged, not_modified), and the state for the next one.
+    last_visit: dict | None = None
+    revisit: str | None = None
+    revisit_state: dict | None = None
     stored: dict | None = None
     # Files still to be uploaded before the page is safe (remote stores): its URL is
     # acked to the frontier only once they are (crawler.signals.store_file_uploaded).

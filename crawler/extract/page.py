@@ -12,7 +12,7 @@ from crawler.extract.html import extract_head, extract_hrefs, extract_text, pars
 from crawler.items import Page
 
 if TYPE_CHECKING:
-    from scrapy.http import HtmlResponse
+    from scrapy.http import HtmlResponse, Response
 
     from crawler.stages import StageClock
 
@@ -29,26 +29,43 @@ def extract_page(response: HtmlResponse, url: str, clock: StageClock) -> tuple[P
     head = extract_head(tree)
     base = safe_url_string(urljoin(response.url, head.base), response.encoding) if head.base else response.url
     clock.add("links", start)
-    headers = response.headers
-    etag = headers.get(b"ETag")
-    last_modified = headers.get(b"Last-Modified")
     page = Page(
         url=url,
-        status=response.status,
-        fetched_at=time.time(),
-        depth=response.meta.get("depth", 0),
         html=response.body,
         text=text,
         title=head.title,
-        content_type=(headers.get(b"Content-Type") or b"").decode("latin-1"),
+        content_type=(response.headers.get(b"Content-Type") or b"").decode("latin-1"),
         encoding=response.encoding,
-        http_headers=[(k.decode("latin-1"), v.decode("latin-1"))
-                      for k, values in headers.items() for v in values],
-        etag=etag.decode("latin-1") if etag else None,
-        last_modified=last_modified.decode("latin-1") if last_modified else None,
         links=len(hrefs),
-        sitemap_lastmod=response.meta.get("sitemap_lastmod"),
         canonical=head.canonical,
         meta_robots=head.robots,
+        **_how_it_came(response),
     )
     return page, hrefs, base
+
+
+def not_modified_page(response: Response, url: str) -> Page:
+    """The page of a 304 answer to a revisit: no body, its text hash the last visit's."""
+    page = Page(url=url, html=b"", text="", **_how_it_came(response))
+    page.content_sha256 = (page.last_visit or {}).get("sha")
+    return page
+
+
+def _how_it_came(response: Response) -> dict:
+    """The fields of a page that its response and request tell, body apart."""
+    headers = response.headers
+    etag = headers.get(b"ETag")
+    last_modified = headers.get(b"Last-Modified")
+    priority = response.meta.get("sitemap_priority")
+    return {
+        "status": response.status,
+        "fetched_at": time.time(),
+        "depth": response.meta.get("depth", 0),
+        "http_headers": [(k.decode("latin-1"), v.decode("latin-1"))
+                         for k, values in headers.items() for v in values],
+        "etag": etag.decode("latin-1") if etag else None,
+        "last_modified": last_modified.decode("latin-1") if last_modified else None,
+        "sitemap_lastmod": response.meta.get("sitemap_lastmod"),
+        "sitemap_priority": priority if isinstance(priority, float) else None,
+        "last_visit": response.meta.get("revisit"),
+    }

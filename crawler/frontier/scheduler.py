@@ -18,7 +18,7 @@ from twisted.internet.task import LoopingCall
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.frontier.api import Claim, Entry, Fetch, Frontier
+from crawler.frontier.api import Claim, Entry, Fetch, Frontier, Revisit
 from crawler.frontier.codec import (
     ATTEMPTS_META,
     FAILED_META,
@@ -38,6 +38,7 @@ from crawler.frontier.policy import (
     parse_retry_after,
 )
 from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, open_redis_frontier
+from crawler.frontier.revisit import RevisitPolicy, lastmod_time
 from crawler.items import Page
 from crawler.paths import embedded_frontier_path
 
@@ -50,6 +51,10 @@ logger = logging.getLogger(__name__)
 
 _FETCH = "_frontier_fetch"  # request.meta: [start time, status, Retry-After]
 _UPLOADS = "_frontier_uploads"  # request.meta: store files its page waits to be uploaded in
+# Meta of one fetch, not carried into a revisit; headers Scrapy's middlewares set again.
+_ONE_FETCH_META = frozenset({"retry_times", "sitemap_lastmod", "frontier_keep_lease", ATTEMPTS_META})
+_DEFAULT_HEADERS = (b"User-Agent", b"Accept", b"Accept-Language", b"Accept-Encoding", b"Cookie",
+                    b"If-None-Match", b"If-Modified-Since")
 
 
 class FrontierScheduler(BaseScheduler):
@@ -79,8 +84,14 @@ class FrontierScheduler(BaseScheduler):
 
     def __init__(self, crawler: Crawler, frontier: Frontier, levels: PriorityLevels,
                  commit_interval: float, crawl_id: str = "", persist: bool = True,
-                 retry: RetryPolicy | None = None) -> None:
+                 retry: RetryPolicy | None = None, continuous: bool = False) -> None:
         self.crawler = crawler
+        self.continuous = continuous
+        # Leases whose page was judged by RevisitPipeline: the state its revisit starts from.
+        self._revisit_states: dict[tuple[int, int], dict] = {}
+        self._awaiting: dict[tuple[int, int], Request] = {}  # leases waiting for uploads
+        self._revisit_call: Any = None
+        self._revisit_at = 0.0
         self.retry = retry or RetryPolicy()
         self.crawl_id = crawl_id
         self.persist = persist
@@ -157,14 +168,16 @@ class FrontierScheduler(BaseScheduler):
         return cls(crawler, frontier, levels, s.getfloat(
             "FRONTIER_COMMIT_INTERVAL", defaults.FRONTIER_COMMIT_INTERVAL), crawl_id,
             s.getbool("SCHEDULER_PERSIST", defaults.SCHEDULER_PERSIST),
-            RetryPolicy.parse(s.get("FRONTIER_RETRY_DELAYS", defaults.FRONTIER_RETRY_DELAYS)))
+            RetryPolicy.parse(s.get("FRONTIER_RETRY_DELAYS", defaults.FRONTIER_RETRY_DELAYS)),
+            s.getbool("CRAWL_CONTINUOUS", defaults.CRAWL_CONTINUOUS))
 
     # ---------------------------------------------------------------- lifecycle
 
     def open(self, spider: Spider) -> None:
         self.spider = spider
+        self._promote_due_revisits()  # a rerun revisits what has fallen due since
         done = self.frontier.done_count()
-        if done and not self.frontier.has_pending():
+        if done and not self.frontier.has_pending() and not self.continuous:
             self._say_finished(done)
         elif done or self.frontier.queued:
             logger.info("Resuming the crawl: %d URLs done, %d queued", done, self.frontier.queued)
@@ -185,17 +198,24 @@ class FrontierScheduler(BaseScheduler):
         else:
             how = (f"run `scrapy forget {self.crawl_id} -s REDIS_URL=...` and the same command again, "
                    f"or run:\n  {fresh}")
+        revisits = self.frontier.revisits
+        later = ""
+        if revisits:
+            next_at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.frontier.next_revisit()))
+            later = (f"; {revisits} URLs are revisited as they fall due (the next at {next_at}): rerun "
+                     "then, or crawl with -s CRAWL_CONTINUOUS=True")
         logger.warning("Crawl %s already finished (%d URLs done, state in %s): URLs seen then are not "
-                       "fetched again. To crawl afresh, %s",
-                       self.crawl_id, done, self.frontier.describe(), how)
+                       "fetched again%s. To crawl afresh, %s",
+                       self.crawl_id, done, self.frontier.describe(), later, how)
 
     def close(self, reason: str) -> None:
         self._closed = True
         for timer in self._timers:
             if timer.running:
                 timer.stop()
-        if self._wake_call is not None:
-            self._wake_call.cancel()
+        for call in (self._wake_call, self._revisit_call):
+            if call is not None:
+                call.cancel()
         # Requests still in progress keep their lease: the next run fetches them again.
         self._report_fetches()
         self._ack_finished()
@@ -287,6 +307,7 @@ class FrontierScheduler(BaseScheduler):
             self.frontier.reap(now)
             if self.frontier.due_retries(now):
                 self._wake_engine_in(0)
+            self._promote_due_revisits()
             stats = self.crawler.stats
             for key, value in self.frontier.gauges(now).items():
                 stats.set_value(f"frontier/{key}", value)
@@ -305,7 +326,10 @@ class FrontierScheduler(BaseScheduler):
             # Leases that wait only for this worker's uploads do not keep the crawl open:
             # the last files are uploaded when it closes.
             pending = self.frontier.queued + self.frontier.leased + self.frontier.waiting
-            return pending - len(self._waiting_files) > 0
+            if pending - len(self._waiting_files) > 0:
+                return True
+            # Continuous: asleep until the next revisit falls due (the timer wakes the engine).
+            return self.continuous and self.frontier.revisits > 0
         except RedisError as error:
             self._outage(error)
             return True
@@ -337,8 +361,18 @@ class FrontierScheduler(BaseScheduler):
         added = self._write("add", [Entry(fp, host, level, data)], request.dont_filter, default=[True])[0]
         if added:
             self.crawler.stats.inc_value("frontier/enqueued")
+        elif request.meta.get("sitemap_lastmod"):
+            self._sitemap_says_changed(fp, host, request.meta["sitemap_lastmod"])
         self._key_new_hosts()
         return added
+
+    def _sitemap_says_changed(self, fp: int, host: str, lastmod: str) -> None:
+        """A sitemap's <lastmod> later than a URL's last fetch makes its revisit due now."""
+        scheduled = self._write("revisit_at", fp, host)
+        if scheduled and RevisitPolicy.due_by_lastmod(scheduled[1], lastmod_time(lastmod)):
+            if self._write("hasten_revisit", fp, host, time.time(), default=False):
+                self.crawler.stats.inc_value("revisit/lastmod")
+                self._arm_revisits(time.time())
 
     def _warn_once(self, key: str, message: str, *args: Any) -> None:
         """One WARNING per kind of bad request (a callback, a meta key), not one per URL."""
@@ -390,13 +424,70 @@ class FrontierScheduler(BaseScheduler):
             elif files := entry[0].meta.get(_UPLOADS, set()) - self._uploaded_files:
                 key = (entry[1], entry[2])  # stored, but safe only once uploaded
                 self._waiting_files[key] = files
+                self._awaiting[key] = entry[0]
                 for name in files:
                     self._by_file.setdefault(name, set()).add(key)
             else:
-                done.append((entry[1], entry[2]))
+                done.append(entry)
         self._handed_out = still
-        if done:
-            self._write("ack_many", done)
+        self._done(done)
+
+    def _done(self, entries: list[tuple[Request, int, int]]) -> None:
+        """End the leases of URLs finished with: an ack, or a revisit where the page was
+        judged (``RevisitPipeline``), in one frontier step each."""
+        acks, revisits = [], []
+        for request, fp, token in entries:
+            state = self._revisit_states.pop((fp, token), None)
+            if state is None:
+                acks.append((fp, token))
+            else:
+                revisits.append(self._revisit(request, fp, token, state))
+        if acks:
+            self._write("ack_many", acks)
+        if revisits:
+            self._write("revisit_many", revisits)
+            self._arm_revisits(min(r.due for r in revisits))
+
+    def _revisit(self, request: Request, fp: int, token: int, state: dict) -> Revisit:
+        """The request that fetches the URL again: conditional (ETag, Last-Modified) for the
+        spiders that read a 304 (``yields_pages``), carrying the state to compare with."""
+        meta = {k: v for k, v in request.meta.items()
+                if not k.startswith(("_", "redirect_")) and k not in _ONE_FETCH_META}
+        meta["revisit"] = state
+        headers = request.headers.copy()
+        for name in _DEFAULT_HEADERS:
+            headers.pop(name, None)
+        if getattr(self.spider, "yields_pages", False):
+            meta["handle_httpstatus_list"] = sorted({*meta.get("handle_httpstatus_list", ()), 304})
+            if state.get("etag"):
+                headers[b"If-None-Match"] = state["etag"]
+            if state.get("last_modified"):
+                headers[b"If-Modified-Since"] = state["last_modified"]
+        data, _ = request_to_json(request.replace(meta=meta, headers=headers), self.spider)
+        return Revisit(fp, token, data, state["next_visit"], state["fetched_at"])
+
+    def _promote_due_revisits(self) -> None:
+        """Queue the revisits that are due; wake the engine, and again for the next one."""
+        self._revisit_call = None
+        if self._closed:
+            return
+        now = time.time()
+        due = self._write("due_revisits", now, default=0)
+        if due:
+            self.crawler.stats.inc_value("revisit/due", due)
+            self._wake_engine_in(0)
+        upcoming = self._write("next_revisit", default=None)
+        if upcoming is not None:
+            self._arm_revisits(upcoming)
+
+    def _arm_revisits(self, at: float) -> None:
+        """Promote due revisits at ``at`` (Unix time), unless a call comes sooner."""
+        if self._revisit_call is not None:  # pending: it sets itself to None when it runs
+            if self._revisit_at <= at:
+                return
+            self._revisit_call.cancel()
+        self._revisit_at = at
+        self._revisit_call = call_later(max(0.0, at - time.time()) + 0.01, self._promote_due_revisits)
 
     def _failed(self, request: Request, fp: int, token: int, reason: str) -> None:
         """The URL failed (fetch, callback, pipeline or store): retry it after the next
@@ -429,6 +520,9 @@ class FrontierScheduler(BaseScheduler):
 
     def _page_stored(self, page: Page, response: Response) -> None:
         """A page went through the store (the scheduler, built last, hears of it last)."""
+        lease = response.request.meta.get(LEASE_META) if response is not None and response.request else None
+        if page.revisit_state is not None and lease is not None:
+            self._revisit_states[tuple(lease)] = page.revisit_state
         if page.stored is None:
             return  # no store, or it failed there
         self._write("count", "stored")
@@ -443,7 +537,7 @@ class FrontierScheduler(BaseScheduler):
             waiting.discard(name)
             if not waiting:
                 del self._waiting_files[key]
-                self._write("ack", *key)
+                self._done([(self._awaiting.pop(key), *key)])
 
     def _item_error(self, response: Response, failure: Any) -> None:
         """A page that failed in the pipelines is not stored: an attempt that failed."""

@@ -15,6 +15,7 @@ from crawler.dedup.fingerprints import content_fingerprints
 from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIndex
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
+from crawler.frontier.revisit import UNCHANGED, RevisitState, outcome
 from crawler.items import Page
 from crawler.stages import StageClock
 from crawler.urls.keys import url_host
@@ -79,11 +80,16 @@ class ContentSeenMiddleware:
         return self.index.duplicate_rate(host)
 
     def check(self, page: Page) -> bool:
-        """Fingerprint ``page``, record it, and tell whether it duplicates an earlier one."""
+        """Fingerprint ``page``, record it, and tell whether it duplicates an earlier one.
+        A revisit answered 304, or whose text is its last visit's, is no duplicate: it is
+        the page itself, already in the index."""
+        if page.status == 304:
+            return False
         digest, page.simhash, words = content_fingerprints(page.text, self.clock)
         page.content_sha256 = digest
         self.stats.inc_value("dedup/pages")
-        if not words:
+        last = RevisitState.from_dict(page.last_visit)
+        if not words or outcome(last, page.status, digest) == UNCHANGED:
             return False
         try:
             match = self.index.check_and_add(bytes.fromhex(digest), page.simhash, page.url,

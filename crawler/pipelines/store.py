@@ -16,7 +16,16 @@ from crawler.items import Page
 from crawler.paths import data_path
 from crawler.stages import StageClock
 from crawler.store.files import LocalStore, SegmentWriter, open_store, segment_name
-from crawler.store.warc import WarcFileWriter, WarcPage
+from crawler.frontier.revisit import NOT_MODIFIED, UNCHANGED
+from crawler.store.warc import (
+    IDENTICAL_PROFILE,
+    NEAR_TEXT_PROFILE,
+    NOT_MODIFIED_PROFILE,
+    SAME_TEXT_PROFILE,
+    WarcFileWriter,
+    WarcPage,
+    payload_digest,
+)
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -34,8 +43,9 @@ def iso_time(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int(seconds % 1 * 1000):03d}Z"
 
 
-def page_record(page: Page, warc: dict, text: dict | None, payload_digest: str | None) -> dict:
+def page_record(page: Page, warc: dict, text: dict | None, digest: str | None) -> dict:
     """The metadata record of a stored page (one JSON line in ``meta/``)."""
+    state = page.revisit_state
     return {
         "url": page.url,
         "status": page.status,
@@ -52,7 +62,10 @@ def page_record(page: Page, warc: dict, text: dict | None, payload_digest: str |
         "sitemap_lastmod": page.sitemap_lastmod,
         "canonical": page.canonical,
         "meta_robots": page.meta_robots,
-        "payload_digest": payload_digest,
+        "revisit": page.revisit,
+        "next_visit": None if state is None else iso_time(state["next_visit"]),
+        "revisit_interval": None if state is None else state["interval"],
+        "payload_digest": digest,
         "warc": warc,
         "text": text,
     }
@@ -130,6 +143,15 @@ class PageStorePipeline:
         self.clock.add("store", start)
         return item
 
+    @staticmethod
+    def _unchanged_profile(item: Page, digest: str) -> str:
+        """A 304; a payload byte for byte the last visit's; else the same text only."""
+        if item.revisit == NOT_MODIFIED:
+            return NOT_MODIFIED_PROFILE
+        if (item.last_visit or {}).get("digest") == digest:
+            return IDENTICAL_PROFILE
+        return SAME_TEXT_PROFILE
+
     def _store(self, item: Page) -> None:
         try:
             reason = HTTPStatus(item.status).phrase
@@ -137,8 +159,15 @@ class PageStorePipeline:
             reason = ""
         fetched_at = iso_time(item.fetched_at)
         page = WarcPage(item.url, item.status, reason, item.http_headers, item.html, fetched_at)
-        if item.duplicate_of:  # its text is stored under the page it repeats
-            warc = self._warc.revisit(page, item.duplicate_of, exact=item.duplicate_kind == "exact")
+        if item.revisit in (NOT_MODIFIED, UNCHANGED):  # its text is stored under its last visit
+            digest = payload_digest(page.body)
+            warc = self._warc.revisit(page, item.url, self._unchanged_profile(item, digest), digest)
+            item.stored = page_record(item, warc.as_dict(), None, digest)
+            self.stats.inc_value("store/revisits")
+        elif item.duplicate_of:  # its text is stored under the page it repeats
+            profile = SAME_TEXT_PROFILE if item.duplicate_kind == "exact" else NEAR_TEXT_PROFILE
+            digest = payload_digest(page.body)
+            warc = self._warc.revisit(page, item.duplicate_of, profile, digest)
             item.stored = page_record(item, warc.as_dict(), None, None)
             self.stats.inc_value("store/duplicates")
         else:
@@ -148,6 +177,9 @@ class PageStorePipeline:
             self.stats.inc_value("store/pages")
             self.stats.inc_value("store/html_bytes", len(item.html))
             self.stats.inc_value("store/warc_bytes", warc.length + text.length)
+        if item.revisit_state is not None:  # the next visit compares its payload with this one
+            item.revisit_state["digest"] = (
+                (item.last_visit or {}).get("digest") if item.revisit == NOT_MODIFIED else digest)
         line = json.dumps(item.stored, ensure_ascii=False, separators=(",", ":")) + "\n"
         meta = self._meta.append(line.encode("utf-8"))
         if self.store.remote:

@@ -21,7 +21,7 @@ from twisted.internet.task import LoopingCall
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.extract.page import extract_page
+from crawler.extract.page import extract_page, not_modified_page
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
 from crawler.items import Page
@@ -123,6 +123,15 @@ def check_arguments(
     if cap < 0:
         raise ArgumentError(f"max_pages must be a whole number >= 0, not {max_pages!r}")
     return seed_urls, scope, cap
+
+
+def _sitemap_priority(value: str | None) -> float | None:
+    """A sitemap entry's <priority> (0.0 to 1.0), or None when absent or not a number."""
+    try:
+        priority = float(value) if value else None
+    except ValueError:
+        return None
+    return priority if priority is not None and 0.0 <= priority <= 1.0 else None
 
 
 class PushedSeeds:
@@ -302,6 +311,9 @@ class WebSpider(scrapy.Spider):
 
     def parse(self, response: Response) -> Iterator[Page | scrapy.Request]:
         stats = self.crawler.stats
+        if response.status == 304:  # a revisit's conditional GET: not modified, nothing to parse
+            yield not_modified_page(response, self._normalize(response.url) or response.url)
+            return
         if not isinstance(response, HtmlResponse):
             stats.inc_value("content/dropped/not_html")
             return
@@ -376,5 +388,6 @@ class WebSpider(scrapy.Spider):
                 yield self._sitemap_request(url)
             else:
                 stats.inc_value("sitemap/urls")
-                yield scrapy.Request(url, callback=self.parse,
-                                     meta={"sitemap_lastmod": entry.get("lastmod")})
+                yield scrapy.Request(url, callback=self.parse, meta={
+                    "sitemap_lastmod": entry.get("lastmod"),
+                    "sitemap_priority": _sitemap_priority(entry.get("priority"))})

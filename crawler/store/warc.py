@@ -33,6 +33,9 @@ _WIRE_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-len
 # WARC 1.1's identical-payload-digest profile would not be true of them.
 SAME_TEXT_PROFILE = "urn:politecrawler:revisit/same-text"
 NEAR_TEXT_PROFILE = "urn:politecrawler:revisit/near-text"
+# WARC 1.1's: a revisit answered 304, and one whose payload is byte for byte the last one.
+NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+IDENTICAL_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 
 
 def payload_digest(body: bytes) -> str:
@@ -120,17 +123,16 @@ class WarcFileWriter(RollingFile):
         location, record_id = self._write(record)
         return location, record_id, record.rec_headers.get_header("WARC-Payload-Digest")
 
-    def revisit(self, page: WarcPage, refers_to_uri: str, exact: bool) -> Location:
-        """Write a revisit record for a duplicate: its HTTP head only, pointing at the page
-        whose text it repeats; the digest is of its own (unstored) payload."""
+    def revisit(self, page: WarcPage, refers_to_uri: str, profile: str, digest: str) -> Location:
+        """Write a revisit record (a duplicate, or a page unchanged since its last visit):
+        its HTTP head only, pointing at the page it repeats under ``profile``; ``digest``
+        is of its own (unstored) payload (:func:`payload_digest`)."""
+        headers = {"WARC-Date": page.fetched_at, "WARC-Profile": profile,
+                   "WARC-Refers-To-Target-URI": refers_to_uri}
+        if profile != NOT_MODIFIED_PROFILE:  # a 304 has no payload to digest
+            headers["WARC-Payload-Digest"] = digest
         record = self._builder().create_warc_record(
-            page.url, "revisit", http_headers=_http_headers(page), warc_headers_dict={
-                "WARC-Date": page.fetched_at,
-                "WARC-Profile": SAME_TEXT_PROFILE if exact else NEAR_TEXT_PROFILE,
-                "WARC-Refers-To-Target-URI": refers_to_uri,
-                "WARC-Payload-Digest": payload_digest(page.body),
-            },
-        )
+            page.url, "revisit", http_headers=_http_headers(page), warc_headers_dict=headers)
         return self._write(record)[0]
 
     def conversion(self, url: str, text: str, refers_to: str, fetched_at: str) -> Location:
@@ -170,8 +172,11 @@ def read_page(store: LocalStore, record: dict) -> tuple[bytes | None, str | None
 
 def find_record(store: LocalStore, url: str) -> dict | None:
     """The latest metadata record of the normalised ``url`` (a scan of ``meta/``)."""
-    latest = None
-    for record in iter_records(store):
-        if record["url"] == url:
-            latest = record
-    return latest
+    versions = find_versions(store, url)
+    return versions[-1] if versions else None
+
+
+def find_versions(store: LocalStore, url: str) -> list[dict]:
+    """Every metadata record of the normalised ``url``, oldest first: one per visit (a
+    revisit that found no change has a record without text of its own)."""
+    return [record for record in iter_records(store) if record["url"] == url]
