@@ -28,7 +28,7 @@ class ChangingSite:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 site._answer(self)
 
             def log_message(self, format: str, *args: Any) -> None:
@@ -61,14 +61,16 @@ class ChangingSite:
         if path == "/":
             links = "".join(f'<li><a href="{p}">{p}</a></li>'
                             for p in [*self.paths("fast"), *self.paths("slow"), "/ad"])
-            return f"<html><head><title>Index</title></head><body><ul>{links}</ul></body></html>", '"index"', None
+            index = f"<html><head><title>Index</title></head><body><ul>{links}</ul></body></html>"
+            return index, '"index"', None
         kind, _, number = path.strip("/").partition("/")
         if kind == "fast" and number.isdigit() and int(number) < self.fast:
             version = int((time.monotonic() - self.started) / self.period)
             body = f"<p>Fast page {number}, version {version}: the news of the moment.</p>"
             return _html(body), f'"v{version}"', None
         if kind == "slow" and number.isdigit() and int(number) < self.slow:
-            return _html(f"<p>Slow page {number}: an archive that never changes.</p>"), f'"s{number}"', _EPOCH_HTTP
+            body = f"<p>Slow page {number}: an archive that never changes.</p>"
+            return _html(body), f'"s{number}"', _EPOCH_HTTP
         if path == "/ad":
             ad = uuid.uuid4().hex
             return _html(f'<p>A page whose text stays.</p><script>var ad = "{ad}";</script>'), None, None

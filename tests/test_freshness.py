@@ -53,8 +53,9 @@ def finish(process: subprocess.Popen, tmp_path: Path, timeout: float = 60) -> st
 def page_command(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "crawler.settings",
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "scrapy", "page", *args, "-s", f"STORE_URI={tmp_path / 'store'}"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=True)
+    command = [sys.executable, "-m", "scrapy", "page", *args, "-s", f"STORE_URI={tmp_path / 'store'}"]
+    return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+                          check=True)
 
 
 @pytest.fixture(params=["embedded", "redis"])

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from crawler.frontier.revisit import seconds
 from crawler.paths import data_path
 from crawler.store.files import open_store
-from crawler.frontier.revisit import seconds
 from crawler.store.warc import find_record, find_versions, read_page
 from crawler.urls.normalize import UrlNormalizer
 

@@ -74,3 +74,28 @@ def with_attempts_reset(text: str) -> str:
     d = json.loads(text)
     d.get("meta", {}).pop(ATTEMPTS_META, None)
     return json.dumps(d, separators=(",", ":"))
+
+
+# Meta of one fetch, not carried into a revisit; headers Scrapy's middlewares set again.
+_ONE_FETCH_META = frozenset({"retry_times", "sitemap_lastmod", "frontier_keep_lease", ATTEMPTS_META})
+_DEFAULT_HEADERS = (b"User-Agent", b"Accept", b"Accept-Language", b"Accept-Encoding", b"Cookie",
+                    b"If-None-Match", b"If-Modified-Since")
+
+
+def revisit_request(request: Request, state: dict, conditional: bool) -> Request:
+    """The request that fetches ``request``'s URL again, carrying the revisit ``state`` to
+    compare with; ``conditional`` (for a spider that reads a 304): with ``If-None-Match``
+    and ``If-Modified-Since`` from the stored validators."""
+    meta = {k: v for k, v in request.meta.items()
+            if not k.startswith(("_", "redirect_")) and k not in _ONE_FETCH_META}
+    meta["revisit"] = state
+    headers = request.headers.copy()
+    for name in _DEFAULT_HEADERS:
+        headers.pop(name, None)
+    if conditional:
+        meta["handle_httpstatus_list"] = sorted({*meta.get("handle_httpstatus_list", ()), 304})
+        if state.get("etag"):
+            headers[b"If-None-Match"] = state["etag"]
+        if state.get("last_modified"):
+            headers[b"If-Modified-Since"] = state["last_modified"]
+    return request.replace(meta=meta, headers=headers)

@@ -278,7 +278,8 @@ class EmbeddedFrontier:
             )
             if not cur.rowcount and force:
                 cur = self.db.execute(
-                    "UPDATE urls SET state = ?, level = ?, seq = ?, request = ? WHERE fp = ? AND state IN (?, ?)",
+                    "UPDATE urls SET state = ?, level = ?, seq = ?, request = ? "
+                    "WHERE fp = ? AND state IN (?, ?)",
                     (QUEUED, entry.level, self._seq, entry.request, fp, DONE, REVISIT),
                 )
                 if cur.rowcount:
@@ -536,7 +537,8 @@ class EmbeddedFrontier:
         return bool(self.queued or self._leases or self.waiting)
 
     def done_count(self) -> int:
-        return self.db.execute("SELECT count(*) FROM urls WHERE state IN (?, ?)", (DONE, REVISIT)).fetchone()[0]
+        return self.db.execute("SELECT count(*) FROM urls WHERE state IN (?, ?)",
+                               (DONE, REVISIT)).fetchone()[0]
 
     def gauges(self, now: float) -> dict[str, int]:
         """Hosts with queued URLs (active), of them waiting out a gap, and URLs queued/leased."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from crawler import defaults
 
@@ -78,7 +78,7 @@ def lastmod_time(value: str | None) -> float | None:
     except ValueError:
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return when.timestamp()
 
 
@@ -166,5 +166,6 @@ def seconds(value: float) -> str:
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if value >= size:
             amount = value / size
-            return f"{amount:.1f} {unit}" if not math.isclose(amount, round(amount)) else f"{round(amount)} {unit}"
+            whole = math.isclose(amount, round(amount))
+            return f"{round(amount)} {unit}" if whole else f"{amount:.1f} {unit}"
     return f"{value:.0f} s"

@@ -12,11 +12,11 @@ import scrapy
 
 from crawler import defaults
 from crawler import signals as crawler_signals
+from crawler.frontier.revisit import NOT_MODIFIED, UNCHANGED
 from crawler.items import Page
 from crawler.paths import data_path
 from crawler.stages import StageClock
 from crawler.store.files import LocalStore, SegmentWriter, open_store, segment_name
-from crawler.frontier.revisit import NOT_MODIFIED, UNCHANGED
 from crawler.store.warc import (
     IDENTICAL_PROFILE,
     NEAR_TEXT_PROFILE,

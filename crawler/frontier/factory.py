@@ -1,0 +1,43 @@
+"""The frontier a crawl's settings ask for: embedded, or shared in Redis."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crawler import defaults
+from crawler.frontier.api import Frontier
+from crawler.frontier.connection import redis_clients, uses_redis
+from crawler.frontier.embedded import EmbeddedFrontier
+from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
+from crawler.frontier.redis import open_redis_frontier
+from crawler.paths import embedded_frontier_path
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+
+def open_frontier(s: BaseSettings, crawl_id: str, levels: PriorityLevels) -> Frontier:
+    """Crawl ``crawl_id``'s frontier: in Redis with ``REDIS_URL`` (one or several shards),
+    else embedded in SQLite under ``FRONTIER_DIR`` (or ``JOBDIR``)."""
+    policy = PolitenessPolicy(
+        min_delay=s.getfloat("POLITENESS_MIN_DELAY", defaults.POLITENESS_MIN_DELAY),
+        delay_factor=s.getfloat("POLITENESS_DELAY_FACTOR", defaults.POLITENESS_DELAY_FACTOR),
+        max_delay=s.getfloat("POLITENESS_MAX_DELAY", defaults.POLITENESS_MAX_DELAY),
+        backoff_max=s.getfloat("POLITENESS_BACKOFF_MAX", defaults.POLITENESS_BACKOFF_MAX),
+    )
+    common = {
+        "policy": policy,
+        "levels": levels,
+        "budget": HostBudget(s.getint("HOST_PAGE_BUDGET", defaults.HOST_PAGE_BUDGET)),
+        "lease_seconds": s.getfloat("FRONTIER_LEASE_SECONDS", defaults.FRONTIER_LEASE_SECONDS),
+        "hold_new_hosts": s.getbool("POLITENESS_PER_IP", defaults.POLITENESS_PER_IP),
+    }
+    if uses_redis(s):
+        return open_redis_frontier(
+            redis_clients(s), crawl_id,
+            worker_timeout=s.getfloat("FRONTIER_WORKER_TIMEOUT", defaults.FRONTIER_WORKER_TIMEOUT),
+            expected_urls=s.getint("SEEN_SET_EXPECTED_URLS", defaults.SEEN_SET_EXPECTED_URLS),
+            seen_set=s.get("SEEN_SET", defaults.SEEN_SET),
+            bloom_error=s.getfloat("SEEN_SET_ERROR_RATE", defaults.SEEN_SET_ERROR_RATE), **common)
+    return EmbeddedFrontier(embedded_frontier_path(s, crawl_id),
+                            cache_kib=s.getint("FRONTIER_CACHE_KIB", defaults.FRONTIER_CACHE_KIB), **common)

@@ -1,0 +1,100 @@
+"""The leases one worker holds, and what each waits for before its URL is done."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from scrapy import Request
+
+from crawler.frontier.codec import FAILED_META
+
+Lease = tuple[int, int]  # (fingerprint, token)
+_UPLOADS = "_frontier_uploads"  # request.meta: store files its page waits to be uploaded in
+
+
+@dataclass
+class Finished:
+    """Leases whose requests the engine is done with, sorted by how each ends."""
+
+    done: list[tuple[Request, int, int]] = field(default_factory=list)  # ack or revisit
+    failed: list[tuple[Request, int, int, str]] = field(default_factory=list)  # retry chain
+    kept: int = 0  # not stored on purpose (max_pages): fetched again on resume
+
+
+class LeaseBook:
+    """Bookkeeping only (no I/O): the requests handed to the engine with their leases; the
+    pages stored in files still to be uploaded (a remote store: a page is safe, and its URL
+    done, only once every file holding it is); and the revisit state of judged pages."""
+
+    def __init__(self) -> None:
+        self._handed_out: list[tuple[Request, int, int]] = []
+        self._waiting_files: dict[Lease, set[str]] = {}
+        self._waiting_requests: dict[Lease, Request] = {}
+        self._by_file: dict[str, set[Lease]] = {}
+        self._uploaded: set[str] = set()
+        self._revisit_states: dict[Lease, dict] = {}
+
+    def __len__(self) -> int:
+        """Requests handed out and not finished."""
+        return len(self._handed_out)
+
+    @property
+    def awaiting_upload(self) -> int:
+        return len(self._waiting_files)
+
+    def hand_out(self, request: Request, fp: int, token: int) -> None:
+        self._handed_out.append((request, fp, token))
+
+    def leases(self) -> Iterator[Lease]:
+        """Every lease this worker still holds (to renew)."""
+        yield from ((fp, token) for _, fp, token in self._handed_out)
+        yield from self._waiting_files
+
+    def page_stored(self, request: Request, files: list[str]) -> None:
+        """The page of ``request`` is in ``files``, still to be uploaded."""
+        request.meta.setdefault(_UPLOADS, set()).update(files)
+
+    def page_judged(self, lease: Lease, state: dict) -> None:
+        """The revisit state of the page fetched under ``lease``."""
+        self._revisit_states[lease] = state
+
+    def revisit_state(self, lease: Lease) -> dict | None:
+        """The state a finished lease's revisit starts from (once), or None: a plain ack."""
+        return self._revisit_states.pop(lease, None)
+
+    def finished(self, in_progress: set[Request]) -> Finished:
+        """Take the requests no longer ``in_progress`` out of the book, sorted; those whose
+        pages wait for uploads stay, until ``file_uploaded`` lets them go."""
+        still, out = [], Finished()
+        for entry in self._handed_out:
+            request, fp, token = entry
+            if request in in_progress:
+                still.append(entry)
+            elif reason := request.meta.get(FAILED_META):
+                out.failed.append((request, fp, token, reason))
+                self._revisit_states.pop((fp, token), None)
+            elif request.meta.get("frontier_keep_lease"):
+                out.kept += 1
+                self._revisit_states.pop((fp, token), None)
+            elif files := request.meta.get(_UPLOADS, set()) - self._uploaded:
+                self._waiting_files[(fp, token)] = files
+                self._waiting_requests[(fp, token)] = request
+                for name in files:
+                    self._by_file.setdefault(name, set()).add((fp, token))
+            else:
+                out.done.append(entry)
+        self._handed_out = still
+        return out
+
+    def file_uploaded(self, name: str) -> list[tuple[Request, int, int]]:
+        """A store file is uploaded: the leases whose pages were all waiting for it."""
+        self._uploaded.add(name)
+        done = []
+        for lease in self._by_file.pop(name, ()):
+            waiting = self._waiting_files[lease]
+            waiting.discard(name)
+            if not waiting:
+                del self._waiting_files[lease]
+                done.append((self._waiting_requests.pop(lease), *lease))
+        return done

@@ -1,0 +1,100 @@
+"""The scheduler's parts, each on its own: no engine, no reactor, no server."""
+
+from __future__ import annotations
+
+import logging
+
+from redis import ConnectionError as RedisConnectionError
+from scrapy import Request
+from scrapy.http import Response
+
+from crawler.frontier.codec import FAILED_META, revisit_request
+from crawler.frontier.fetches import FETCH_META, FetchReports
+from crawler.frontier.leases import LeaseBook
+from crawler.frontier.outbox import Outbox
+
+
+def test_the_lease_book_sorts_finished_requests_by_how_their_lease_ends():
+    book = LeaseBook()
+    running, done, failed, kept, uploading = (Request(f"http://a.test/{i}") for i in range(5))
+    for i, request in enumerate((running, done, failed, kept, uploading)):
+        book.hand_out(request, i, 100 + i)
+    failed.meta[FAILED_META] = "callback: boom"
+    kept.meta["frontier_keep_lease"] = True
+    book.page_stored(uploading, ["warc/a", "meta/a"])
+    book.page_judged((1, 101), {"next_visit": 5.0})
+    book.page_judged((2, 102), {"next_visit": 5.0})
+    finished = book.finished({running})
+    assert [fp for _, fp, _ in finished.done] == [1]
+    assert [(fp, reason) for _, fp, _, reason in finished.failed] == [(2, "callback: boom")]
+    assert finished.kept == 1 and len(book) == 1 and book.awaiting_upload == 1
+    assert sorted(book.leases()) == [(0, 100), (4, 104)]
+    assert book.revisit_state((1, 101)) == {"next_visit": 5.0}
+    assert book.revisit_state((1, 101)) is None  # once
+    assert book.revisit_state((2, 102)) is None  # a failed lease has no revisit
+    # Uploaded one file of two: still waiting; both: done.
+    assert book.file_uploaded("warc/a") == []
+    assert [(fp, token) for _, fp, token in book.file_uploaded("meta/a")] == [(4, 104)]
+    assert book.awaiting_upload == 0
+
+
+class FlakyFrontier:
+    def __init__(self) -> None:
+        self.down = False
+        self.calls: list[tuple] = []
+
+    def ack_many(self, leases):
+        if self.down:
+            raise RedisConnectionError("connection refused")
+        self.calls.append(("ack_many", leases))
+        return [True] * len(leases)
+
+
+def test_the_outbox_keeps_steps_in_order_through_an_outage_and_says_so_once(caplog):
+    frontier, stats, retries = FlakyFrontier(), [], []
+    outbox = Outbox(frontier, stats.append, retries.append)
+    assert outbox.write("ack_many", [(1, 1)]) == [True]
+    frontier.down = True
+    with caplog.at_level(logging.WARNING):
+        assert outbox.write("ack_many", [(2, 2)], default="later") == "later"
+        assert outbox.write("ack_many", [(3, 3)], default="later") == "later"  # waits behind it
+        assert not outbox.flush(force=True)
+    assert len(outbox) == 2 and stats == ["frontier/redis_errors"] * 2 and retries == [0.5, 1.0]
+    frontier.down = False
+    assert not outbox.flush()  # still backing off
+    with caplog.at_level(logging.WARNING):
+        assert outbox.flush(force=True)
+    assert frontier.calls == [("ack_many", [(1, 1)]), ("ack_many", [(2, 2)]), ("ack_many", [(3, 3)])]
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("unreachable" in m for m in messages) == 1 and sum("is back" in m for m in messages) == 1
+
+
+def test_fetch_reports_time_each_leased_fetch_and_report_them_together():
+    reported = []
+    turns = []
+    reports = FetchReports(reported.append, lambda delay, flush: turns.append(flush))
+    leased, other = Request("http://a.test/1", meta={"_frontier_lease": (7, 70)}), Request("http://b.test/")
+    for request in (leased, other):
+        reports.reached_downloader(request)
+    assert FETCH_META not in other.meta
+    reports.response_downloaded(Response(leased.url, status=429, headers={"Retry-After": "30"}), leased)
+    reports.left_downloader(leased)
+    reports.left_downloader(other)
+    assert len(turns) == 1  # one flush for the turn
+    turns[0]()
+    (fetch,) = reported[0]
+    assert (fetch.fp, fetch.token, fetch.status, fetch.retry_after) == (7, 70, 429, 30.0)
+    assert fetch.fetch_seconds >= 0 and FETCH_META not in leased.meta
+
+
+def test_a_revisit_request_is_conditional_and_drops_what_belonged_to_one_fetch():
+    request = Request("http://a.test/p", headers={"User-Agent": "old", "X-Mine": "1"},
+                      meta={"depth": 2, "redirect_times": 1, "retry_times": 1, "_frontier_lease": (1, 2),
+                            "sitemap_lastmod": "2024-01-01"})
+    state = {"etag": '"e1"', "last_modified": "Mon, 01 Jan 2024 00:00:00 GMT", "next_visit": 9.0}
+    again = revisit_request(request, state, conditional=True)
+    assert again.headers[b"If-None-Match"] == b'"e1"' and b"If-Modified-Since" in again.headers
+    assert b"User-Agent" not in again.headers and again.headers[b"X-Mine"] == b"1"
+    assert again.meta == {"depth": 2, "revisit": state, "handle_httpstatus_list": [304]}
+    plain = revisit_request(request, state, conditional=False)  # a spider that cannot read a 304
+    assert b"If-None-Match" not in plain.headers and "handle_httpstatus_list" not in plain.meta
