@@ -48,6 +48,9 @@ COMPONENTS = {
         "crawler.middlewares.content_seen.ContentSeenMiddleware": 950,
         "crawler.middlewares.capture.PageCaptureMiddleware": 960,
     },
+    "EXTENSIONS": {
+        "crawler.extensions.bound.BoundMonitor": 500,
+    },
     "ITEM_PIPELINES": {
         "crawler.pipelines.fingerprint.ContentHashPipeline": 300,
         "crawler.pipelines.revisit.RevisitPipeline": 700,

@@ -87,6 +87,10 @@ REVISIT_HOT_SHARE = 0.2
 # CLOSESPIDER_TIMEOUT, Ctrl-C or a stop from outside). Off: one pass, as `scrapy crawl`.
 CRAWL_CONTINUOUS = False
 
+# --- What bounds the crawl (crawl/bound, once per LOGSTATS_INTERVAL) ---------------------
+# The reactor running this many seconds late on a periodic call means the CPU bounds the crawl.
+BOUND_LAG = 0.05
+
 # --- Where data goes ------------------------------------------------------------
 # Absolute directory that relative FRONTIER_DIR, STORE_URI, STORE_SPOOL_DIR are under ("": the working dir).
 DATA_DIR = ""

@@ -356,6 +356,7 @@ class RedisFrontier:
     def gauges(self, now: float) -> dict[str, int]:
         return {"queued": self.queued, "leased": self.leased, "waiting": self.waiting,
                 "revisits": self.revisits,
+                "hosts/active": int(self.redis.zcard(self.prefix + "ready")) + self.leased,
                 "hosts/ready": int(self.redis.zcount(self.prefix + "ready", "-inf", now))}
 
     def count(self, key: str, n: int = 1) -> None:

@@ -237,6 +237,7 @@ class FrontierScheduler(BaseScheduler):
                 stats.set_value(f"frontier/{key}", value)
             for key, value in self.frontier.counters.items():
                 stats.set_value(f"frontier/{key}", value)
+            stats.set_value("frontier/awaiting_upload", self.leases.awaiting_upload)
         except RedisError as error:
             self.outbox.outage(error)
 

@@ -1,0 +1,1 @@
+"""What bounds a crawl right now: politeness, the network, the CPU or storage."""

@@ -1,0 +1,68 @@
+"""What bounds the crawl: the verdict as a pure function, and live on the test web."""
+
+from __future__ import annotations
+
+import re
+
+from testweb import Site, TestWeb
+
+from crawler.bound.verdict import CPU, IDLE, NETWORK, POLITENESS, STORAGE, Interval, hosts_to_fill, verdict
+
+
+def interval(**changes) -> Interval:
+    base = {"slots": 16, "busy": 2.0, "lag": 0.001, "cpu": 0.2, "queued": 500, "hosts": 2}
+    return Interval(**{**base, **changes})
+
+
+def test_each_bound_is_named_by_what_was_measured():
+    assert verdict(interval()).bound == POLITENESS
+    assert verdict(interval(busy=15.0)).bound == NETWORK
+    assert verdict(interval(lag=0.2)).bound == CPU
+    assert verdict(interval(cpu=0.97, busy=15.0)).bound == CPU  # a full core outranks busy slots
+    assert verdict(interval(backlog_growth=40, lag=0.2)).bound == STORAGE
+    assert verdict(interval(queued=0, busy=0.0, hosts=0)).bound == IDLE
+
+
+def test_politeness_says_how_many_hosts_would_fill_the_slots():
+    found = verdict(interval(busy=2.0, hosts=2))  # one slot per host: 16 hosts fill 16 slots
+    assert "about 16 hosts" in found.detail
+    assert hosts_to_fill(interval(busy=4.0, hosts=8)) == 32
+    assert hosts_to_fill(interval(busy=0.0, hosts=3)) == 16
+
+
+def bounds(log: str) -> list[str]:
+    return re.findall(r"Crawl bound: (\w+)", log)
+
+
+LIVE = {"LOGSTATS_INTERVAL": 1, "FRONTIER_WORKER_TIMEOUT": 3, "ROBOTSTXT_OBEY": False}
+
+
+def test_a_crawl_of_one_host_with_a_gap_is_bound_by_politeness(crawl, tmp_path):
+    with TestWeb([Site("one.test", pages=12, fanout=4)]) as web:
+        result = crawl(web, tmp_path, "seeds=" + web.url("one.test"), POLITENESS_MIN_DELAY=0.5,
+                       CONCURRENT_REQUESTS=8, **LIVE)
+    assert result.returncode == 0, result.log[-2000:]
+    seen = bounds(result.log)
+    assert seen and seen.count(POLITENESS) >= len(seen) - 1, seen
+    assert "hosts would fill the slots" in result.log
+
+
+def test_a_crawl_of_slow_hosts_with_few_slots_is_bound_by_the_network(crawl, tmp_path):
+    sites = [Site(f"slow{i}.test", pages=6, fanout=3, latency=0.4) for i in range(6)]
+    with TestWeb(sites) as web:
+        seeds = ",".join(web.url(s.host) for s in sites)
+        result = crawl(web, tmp_path, "seeds=" + seeds, CONCURRENT_REQUESTS=2, **LIVE)
+    assert result.returncode == 0, result.log[-2000:]
+    seen = bounds(result.log)
+    assert seen.count(NETWORK) >= len(seen) // 2 + 1, seen
+
+
+def test_a_crawl_whose_pipeline_burns_cpu_is_bound_by_the_cpu(crawl, tmp_path):
+    sites = [Site(f"fast{i}.test", pages=20, fanout=4) for i in range(4)]
+    with TestWeb(sites) as web:
+        seeds = ",".join(web.url(s.host) for s in sites)
+        result = crawl(web, tmp_path, "seeds=" + seeds, ITEM_PIPELINES='{"busy_pipeline.BurnCpu": 100}',
+                       **LIVE)
+    assert result.returncode == 0, result.log[-2000:]
+    seen = bounds(result.log)
+    assert seen.count(CPU) >= len(seen) // 2 + 1, seen
