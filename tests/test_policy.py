@@ -93,3 +93,21 @@ def test_biased_choice_favours_high_priority_and_still_moves_low():
 def test_an_odd_retry_after_is_ignored_not_fatal():
     assert parse_retry_after("²", 0.0) is None
     assert parse_retry_after("Mon, 99 Foo 99999 99:99:99 GMT", 0.0) is None
+
+
+def test_the_retry_chain_waits_each_delay_in_turn_then_gives_up():
+    from crawler.frontier.policy import RetryPolicy
+
+    chain = RetryPolicy.parse("1,2,4")
+    delays = [chain.delay_after(n, "TimeoutError: took too long") for n in (1, 2, 3, 4)]
+    assert delays == [1.0, 2.0, 4.0, None]
+
+
+def test_a_name_that_does_not_exist_is_confirmed_once_past_the_negative_cache_then_dead():
+    from crawler.frontier.policy import RetryPolicy
+
+    chain = RetryPolicy.parse("1,2,4", confirm_after=60.0)
+    reason = "DNSLookupError: DNS lookup failed: gone.test: NXDOMAIN"
+    assert chain.delay_after(1, reason) == 60.0  # the resolver asks again, not its cache
+    assert chain.delay_after(2, reason) is None
+    assert RetryPolicy.parse("90", confirm_after=60.0).delay_after(1, reason) == 90.0

@@ -130,20 +130,34 @@ class PriorityLevels:
         return best
 
 
+#: Failures that no wait mends (a name that does not exist): tried once more to confirm,
+#: past the resolver's negative cache, then a dead letter.
+PERMANENT_FAILURES = ("NXDOMAIN",)
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """The retry chain of a URL whose fetch or processing failed (seed 004): try again
     after each of ``delays`` in turn (seconds, default 1 min, 10 min, 1 h), then give
-    the URL up as a dead letter. ``attempts`` counts the failures so far."""
+    the URL up as a dead letter. ``attempts`` counts the failures so far. A permanent
+    failure is confirmed once, no sooner than ``confirm_after`` (``DNS_NEGATIVE_TTL``,
+    so the confirming lookup really asks again), and is then a dead letter."""
 
     delays: tuple[float, ...] = tuple(float(d) for d in defaults.FRONTIER_RETRY_DELAYS)
+    confirm_after: float = defaults.DNS_NEGATIVE_TTL
 
-    def delay_after(self, attempts: int) -> float | None:
-        """Seconds before the next try after ``attempts`` failures; None: a dead letter."""
+    def delay_after(self, attempts: int, reason: str = "") -> float | None:
+        """Seconds before the next try after ``attempts`` failures, the last for ``reason``;
+        None: a dead letter."""
+        if any(marker in reason for marker in PERMANENT_FAILURES):
+            if attempts >= 2 or not self.delays:
+                return None
+            return max(self.delays[0], self.confirm_after)
         return self.delays[attempts - 1] if 1 <= attempts <= len(self.delays) else None
 
     @classmethod
-    def parse(cls, value: str | list | tuple) -> RetryPolicy:
+    def parse(cls, value: str | list | tuple,
+              confirm_after: float = defaults.DNS_NEGATIVE_TTL) -> RetryPolicy:
         """From ``FRONTIER_RETRY_DELAYS``: a comma list (``"1,2,4"``) or a list of seconds."""
         parts = value.split(",") if isinstance(value, str) else list(value)
         try:
@@ -153,4 +167,4 @@ class RetryPolicy:
                 f"FRONTIER_RETRY_DELAYS must be a comma list of seconds, not {value!r}") from None
         if any(d < 0 for d in delays):
             raise ValueError(f"FRONTIER_RETRY_DELAYS must not be negative: {value!r}")
-        return cls(delays)
+        return cls(delays, confirm_after)

@@ -131,7 +131,8 @@ class FrontierScheduler(BaseScheduler):
         return cls(crawler, frontier, levels, s.getfloat(
             "FRONTIER_COMMIT_INTERVAL", defaults.FRONTIER_COMMIT_INTERVAL), crawl_id,
             s.getbool("SCHEDULER_PERSIST", defaults.SCHEDULER_PERSIST),
-            RetryPolicy.parse(s.get("FRONTIER_RETRY_DELAYS", defaults.FRONTIER_RETRY_DELAYS)),
+            RetryPolicy.parse(s.get("FRONTIER_RETRY_DELAYS", defaults.FRONTIER_RETRY_DELAYS),
+                              s.getfloat("DNS_NEGATIVE_TTL", defaults.DNS_NEGATIVE_TTL)),
             s.getbool("CRAWL_CONTINUOUS", defaults.CRAWL_CONTINUOUS))
 
     # ---------------------------------------------------------------- lifecycle
@@ -382,7 +383,7 @@ class FrontierScheduler(BaseScheduler):
         attempts = request.meta.get(ATTEMPTS_META, 0) + 1
         request.meta[ATTEMPTS_META] = attempts
         data, _ = request_to_json(request, self.spider)
-        delay = self.retry.delay_after(attempts)
+        delay = self.retry.delay_after(attempts, reason)
         now = time.time()
         if delay is None:
             self._write("dead_letter", fp, token, data, reason, now)
