@@ -208,6 +208,21 @@ def test_a_dead_letter_is_kept_with_its_error_and_can_be_queued_again(make_front
     assert f.dead_letters() == [] and claim(f, 20.0).fp == c.fp
 
 
+def test_a_host_given_up_has_its_queued_urls_dead_lettered_and_no_others(make_frontier):
+    f = make_frontier()
+    f.add([entry(f"http://dead.test/{i}", level=i % 2) for i in range(3)] + [entry("http://live.test/")])
+    assert f.host_queued("dead.test") == 3 and f.host_queued("nowhere.test") == 0
+    assert f.dead_letter_host("dead.test", "ConnectionRefusedError: refused", 5.0) == 3
+    assert f.dead_letter_host("dead.test", "again", 6.0) == 0
+    assert f.host_queued("dead.test") == 0 and f.queued == 1
+    letters = f.dead_letters()
+    assert sorted(d.request for d in letters) == [f"http://dead.test/{i}" for i in range(3)]
+    assert {(d.host, d.error, d.at) for d in letters} == {
+        ("dead.test", "ConnectionRefusedError: refused", 5.0)}
+    assert claim(f, 0.0).host == "live.test"
+    assert f.requeue_dead(letters[0], letters[0].request) and f.host_queued("dead.test") == 1
+
+
 def test_crawl_delay_floors_the_gap_after_the_next_fetch(make_frontier):
     f = make_frontier()
     f.add([entry("http://a.test/1"), entry("http://a.test/2")])

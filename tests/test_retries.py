@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
 import subprocess
 import sys
+import threading
+import time
 
 from crawling import crawl_command
 from testweb import Site, TestWeb, page_path
@@ -73,3 +76,53 @@ def test_a_poison_page_ends_as_a_dead_letter_and_can_be_requeued(crawl, tmp_path
     assert "No space left on device" in listed.stdout
     assert requeued.stdout.strip().endswith("1 dead letters queued again")
     assert again.returncode == 0 and refetched == 4  # a fresh chain, failing again
+
+
+class SilentServer:
+    """Accepts connections on a loopback port and never answers."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        for _ in range(100):  # bounded
+            try:
+                connection, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(connection)
+
+    def close(self) -> None:
+        self.sock.close()
+        for connection in self.held:
+            connection.close()
+
+
+def test_hosts_that_refuse_stall_or_do_not_exist_are_held_whole_then_dead_lettered(crawl, tmp_path):
+    with socket.socket() as probe:  # a port nobody listens on: refused
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    silent = SilentServer()
+    try:
+        with TestWeb([Site("fine.test", pages=3)]) as web:
+            seeds = [web.url("fine.test")]
+            for base in (f"http://127.0.0.1:{closed}/", f"http://localhost:{silent.port}/", "http://gone.test/"):
+                seeds += [base, base + "second"]
+            (tmp_path / "seeds.txt").write_text("\n".join(seeds) + "\n")
+            started = time.monotonic()
+            result = crawl(web, tmp_path, f"seeds={tmp_path / 'seeds.txt'}", CRAWL_ID="down",
+                           FRONTIER_RETRY_DELAYS="2,4", DOWNLOAD_TIMEOUT=1, ROBOTSTXT_RETRY_TIMES=1,
+                           ROBOTSTXT_RETRY_DELAY=0.5, NETWORK_ALLOW="127.0.0.0/8")
+            took = time.monotonic() - started
+            letters = [json.loads(line) for line in deadletters(web, tmp_path, "down").stdout.splitlines()]
+    finally:
+        silent.close()
+    assert result.returncode == 0, result.log[-3000:]
+    assert took < 2 * (2 + 4) + 3 * 1 + 15  # the chain, the timeouts and the crawl's start and end
+    assert len(result.records) == 3  # the healthy host is all stored
+    assert sorted(letter["url"] for letter in letters) == sorted(seeds[1:])
+    assert "never answered through the retry chain" in result.log
+    assert result.stats["frontier/hosts_held"] >= 6  # each of 3 hosts held for each of 2 delays

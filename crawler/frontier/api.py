@@ -133,6 +133,10 @@ class Frontier(Protocol):
     def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
         """Queue a dead letter again as ``request``; False if it is no longer one."""
 
+    def dead_letter_host(self, name: str, error: str, now: float) -> int:
+        """Host ``name`` is given up (it never answered through the retry chain): every URL
+        of it that is queued becomes a dead letter with ``error``; how many."""
+
     # ---- revisits (freshness): a URL done is kept, with its request, until it falls due
     def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
         """Like ``ack`` (the URL is done, its lease ends), but the URL is fetched again once
@@ -176,6 +180,9 @@ class Frontier(Protocol):
 
     def set_crawl_delay(self, name: str, delay: float) -> None:
         """robots.txt's Crawl-delay of ``name``: a floor on its gap."""
+
+    def host_queued(self, name: str) -> int:
+        """URLs of host ``name`` queued."""
 
     # ---- counts
     def count(self, key: str, n: int = 1) -> None:

@@ -404,6 +404,23 @@ class EmbeddedFrontier:
         self._schedule(host)
         return True
 
+    def dead_letter_host(self, name: str, error: str, now: float) -> int:
+        host = self._hosts.get(name)
+        if host is None or not any(host.queued):
+            return 0
+        self.db.execute("INSERT OR REPLACE INTO dead_letters (fp, error, at) SELECT fp, ?, ? FROM urls "
+                        "WHERE host_id = ? AND state = ?", (error, now, host.id, QUEUED))
+        dead = self.db.execute("UPDATE urls SET state = ? WHERE host_id = ? AND state = ?",
+                               (DEAD, host.id, QUEUED)).rowcount
+        self.queued -= sum(host.queued)
+        host.queued = [0] * len(host.queued)
+        self.count("dead_letters", dead)
+        return dead
+
+    def host_queued(self, name: str) -> int:
+        host = self._hosts.get(name)
+        return sum(host.queued) if host else 0
+
     def requeue(self, fp: int, token: int, request: str) -> bool:
         """Queue a leased URL again (a retry): its lease ends, its place is the back
         of its level. False if ``token`` is not the URL's current lease."""

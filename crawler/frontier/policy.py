@@ -130,6 +130,17 @@ class PriorityLevels:
         return best
 
 
+#: Failures that say the host gave no answer at all: it is held as a whole, one probe per
+#: delay of the retry chain, and given up (its URLs dead letters) after the last.
+UNREACHABLE_FAILURES = ("ConnectionRefusedError", "TCPTimedOutError", "TimeoutError", "ConnectError",
+                        "DNSLookupError", "robots.txt unreachable")
+
+
+def is_unreachable(reason: str) -> bool:
+    """The failure ``reason`` (as the frontier records it) says the host did not answer."""
+    return reason.startswith(UNREACHABLE_FAILURES)
+
+
 #: Failures that no wait mends (a name that does not exist): tried once more to confirm,
 #: past the resolver's negative cache, then a dead letter.
 PERMANENT_FAILURES = ("NXDOMAIN",)

@@ -64,6 +64,7 @@ _REQUEUE = _script("requeue.lua")
 _REAP = _script("reap.lua")
 _DUE = _script("due.lua")
 _REVISIT = _script("revisit.lua")
+_DEAD_HOST = _script("dead_host.lua")
 _REQUEUE_DEAD = _script("requeue_dead.lua")
 _HEARTBEAT = _script("heartbeat.lua")
 _KEY = _script("key.lua")
@@ -154,7 +155,7 @@ class RedisFrontier:
             ("add", _ADD_BLOOM if self.bloom else _ADD), ("claim", _CLAIM), ("times", _TIMES),
             ("fetched", _FETCHED), ("ack", _ACK), ("requeue", _REQUEUE), ("reap", _REAP), ("key", _KEY),
             ("heartbeat", _HEARTBEAT), ("due", _DUE), ("requeue_dead", _REQUEUE_DEAD),
-            ("revisit", _REVISIT))}
+            ("revisit", _REVISIT), ("dead_host", _DEAD_HOST))}
         self._known_hosts: set[str] = set()
         if self.bloom:  # allocate each new bitmap whole: grown bit by bit, Redis doubles it
             allocate = client.register_script(
@@ -299,6 +300,15 @@ class RedisFrontier:
 
     def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
         return bool(self._run("requeue_dead", self._fp(letter.fp).hex(), request))
+
+    def dead_letter_host(self, name: str, error: str, now: float) -> int:
+        return int(self._run("dead_host", name, error, now))
+
+    def host_queued(self, name: str) -> int:
+        pipe = self.redis.pipeline(transaction=False)
+        for level in range(self.levels.levels):
+            pipe.llen(self.prefix + f"q:{name}:{level}")
+        return sum(pipe.execute())
 
     @property
     def waiting(self) -> int:
@@ -568,6 +578,12 @@ class ShardedRedisFrontier:
 
     def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
         return self.shards[self.shard_of(letter.host)].requeue_dead(letter, request)
+
+    def dead_letter_host(self, name: str, error: str, now: float) -> int:
+        return self.shards[self.shard_of(name)].dead_letter_host(name, error, now)
+
+    def host_queued(self, name: str) -> int:
+        return self.shards[self.shard_of(name)].host_queued(name)
 
     @property
     def waiting(self) -> int:

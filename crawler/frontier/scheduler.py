@@ -34,7 +34,7 @@ from crawler.frontier.fetches import FETCH_META, FetchReports
 from crawler.frontier.hostkeys import PolitenessKeys
 from crawler.frontier.leases import LeaseBook
 from crawler.frontier.outbox import Outbox
-from crawler.frontier.policy import PriorityLevels, RetryPolicy
+from crawler.frontier.policy import PriorityLevels, RetryPolicy, is_unreachable
 from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier
 from crawler.frontier.revisit import RevisitPolicy, lastmod_time
 from crawler.frontier.timers import EarliestCall
@@ -97,6 +97,7 @@ class FrontierScheduler(BaseScheduler):
         self._concurrency = max(1, crawler.settings.getint("CONCURRENT_REQUESTS"))
         self._claimed: deque[Claim] = deque()  # claimed in one batch, not yet asked for
         self._timers: list[LoopingCall] = []
+        self._unanswered: dict[str, int] = {}  # host: its fetches in a row that got no answer
         self.engine = EngineAdapter(crawler)
         self.waker = EarliestCall(self.engine.wake)
         self.revisit_timer = EarliestCall(self._promote_due_revisits)
@@ -115,6 +116,7 @@ class FrontierScheduler(BaseScheduler):
             (self._item_scraped, signals.item_scraped),
             (self._page_stored, crawler_signals.page_captured),
             (self._file_uploaded, crawler_signals.store_file_uploaded),
+            (self._host_answered, signals.response_downloaded),
         ):
             crawler.signals.connect(handler, signal=signal)
 
@@ -379,23 +381,53 @@ class FrontierScheduler(BaseScheduler):
 
     def _failed(self, request: Request, fp: int, token: int, reason: str) -> None:
         """The URL failed (fetch, callback, pipeline or store): retry it after the next
-        delay of the chain, durably in the frontier, or give it up as a dead letter."""
+        delay of the chain, durably in the frontier, or give it up as a dead letter. A
+        host that gave no answer is held as a whole, one probe per delay of the chain,
+        and after the last its queued URLs are dead letters too."""
         attempts = request.meta.get(ATTEMPTS_META, 0) + 1
         request.meta[ATTEMPTS_META] = attempts
         data, _ = request_to_json(request, self.spider)
         delay = self.retry.delay_after(attempts, reason)
         now = time.time()
+        host = urlparse_cached(request).hostname or ""
+        if delay is not None and is_unreachable(reason):
+            delay = self._hold(host, reason, now)
         if delay is None:
             self._write("dead_letter", fp, token, data, reason, now)
             self.crawler.stats.inc_value("frontier/dead_letters")
             logger.warning("Giving up %s after %d attempts (%s): a dead letter (scrapy deadletters %s)",
                            request.url, attempts, reason, self.crawl_id)
-        else:
-            self._write("retry_later", fp, token, data, now + delay)
-            call_later(delay, self._promote_due_retries)
-            self.crawler.stats.inc_value("frontier/retries")
-            logger.info("%s failed (%s, attempt %d): tried again in %.0f s", request.url, reason,
-                        attempts, delay)
+            dead = is_unreachable(reason) and self._write("dead_letter_host", host, reason, now, default=0)
+            if dead:
+                self.crawler.stats.inc_value("frontier/dead_letters", dead)
+                logger.warning("Host %s never answered through the retry chain (%s): its %d queued URLs "
+                               "are dead letters too", host, reason, dead)
+            return
+        self._write("retry_later", fp, token, data, now + delay)
+        call_later(delay, self._promote_due_retries)
+        self.crawler.stats.inc_value("frontier/retries")
+        logger.info("%s failed (%s, attempt %d): tried again in %.0f s", request.url, reason,
+                    attempts, delay)
+
+    def _hold(self, host: str, reason: str, now: float) -> float | None:
+        """Hold a host that did not answer until its next probe; None: give it up."""
+        failures = self._unanswered[host] = self._unanswered.get(host, 0) + 1
+        hold = self.retry.delay_after(failures)
+        if hold is None:
+            self._unanswered.pop(host)
+            return None
+        self._write("defer", host, now + hold)
+        self.crawler.stats.inc_value("frontier/hosts_held")
+        if hold >= 60:
+            waiting = self._write("host_queued", host, default=0)
+            logger.warning("Host %s did not answer (%s): held %.0f s, %d more URLs wait; next try at %s",
+                           host, reason, hold, waiting, time.strftime("%H:%M:%S", time.localtime(now + hold)))
+        return hold
+
+    def _host_answered(self, response: Response, request: Request) -> None:
+        """Any answer ends a host's run of unanswered fetches."""
+        if self._unanswered:
+            self._unanswered.pop(urlparse_cached(request).hostname or "", None)
 
     def _promote_due_retries(self) -> None:
         """A retry of ours falls due now (housekeeping promotes the others' too)."""
