@@ -62,6 +62,7 @@ BANDS = [(0.23, HOUR, DAY), (0.17, DAY, 7 * DAY), (0.15, 7 * DAY, 30 * DAY),
          (0.15, 30 * DAY, 120 * DAY), (0.15, 120 * DAY, 730 * DAY), (0.15, None, None)]
 DEPTHS = [0.01, 0.04, 0.15, 0.30, 0.30, 0.20]  # share of pages at depth 0..5
 SEED = 20001
+SHIPPED = (defaults.REVISIT_INTERVAL, defaults.REVISIT_MIN_INTERVAL, defaults.REVISIT_MAX_INTERVAL)
 
 
 @dataclass
@@ -216,14 +217,14 @@ class Optimal:
 
 
 class Adaptive:
-    """``RevisitPolicy.visit`` on the shipped intervals times ``scale``; with
-    ``weighted``, importance by depth and the HotShare stretch (cap ``hot_share``)."""
+    """``RevisitPolicy.visit`` on the intervals ``shape`` (start, min, max) times ``scale``;
+    with ``weighted``, importance by depth; with ``hot_share``, the HotShare stretch."""
 
-    def __init__(self, web: Web, scale: float, weighted: bool, hot_share: float) -> None:
-        self.policy = RevisitPolicy(defaults.REVISIT_INTERVAL * scale, defaults.REVISIT_MIN_INTERVAL * scale,
-                                    defaults.REVISIT_MAX_INTERVAL * scale)
+    def __init__(self, web: Web, scale: float, weighted: bool, hot_share: float | None,
+                 shape: tuple[float, float, float] = SHIPPED) -> None:
+        self.policy = RevisitPolicy(*(seconds * scale for seconds in shape))
         self.weights = [importance(d) if weighted else 1.0 for d in web.depths]
-        self.hot = HotShare(hot_share) if weighted else None
+        self.hot = HotShare(hot_share) if hot_share is not None else None
         self.phase = np.random.default_rng(web.seed + 3).uniform(size=len(web)).tolist()
         self.states: list = [None] * len(web)
 
@@ -243,12 +244,12 @@ class Adaptive:
         return self.states[i].next_visit
 
 
-def calibrated(web: Web, budget: int, weighted: bool, hot_share: float,
-               tolerance: float = 0.002) -> tuple[float, Result]:
-    """(scale, result) of the adaptive policy whose intervals, times ``scale``, spend
-    ``budget`` fetches within ``tolerance``: bisection on log(scale), at most 30 runs."""
+def calibrated(web: Web, budget: int, tolerance: float = 0.002, **adaptive) -> tuple[float, Result]:
+    """(scale, result) of the :class:`Adaptive` policy (``adaptive``: its arguments) whose
+    intervals, times ``scale``, spend ``budget`` fetches within ``tolerance``: bisection
+    on log(scale), at most 30 runs."""
     def run(scale: float) -> Result:
-        return simulate(web, Adaptive(web, scale, weighted, hot_share))
+        return simulate(web, Adaptive(web, scale, **adaptive))
 
     first = run(1.0)
     guess = first.fetches / budget  # fetches fall roughly as 1/scale
@@ -268,17 +269,21 @@ def calibrated(web: Web, budget: int, weighted: bool, hot_share: float,
     return best
 
 
-def compare(web: Web, budget: int, hot_share: float = defaults.REVISIT_HOT_SHARE) -> dict:
-    """Every policy on one web and budget: name -> (Result, note)."""
+def compare(web: Web, budget: int, hot_share: float = defaults.REVISIT_HOT_SHARE, weighted: bool = True,
+            shape: tuple[float, float, float] = SHIPPED) -> dict:
+    """Every policy on one web and budget: name -> (Result, note). ``hot_share``,
+    ``weighted`` and ``shape`` are ours (plain keeps the shipped shape)."""
     fixed = Fixed(web, budget)
     optimal = Optimal(web, budget)
-    plain_scale, plain = calibrated(web, budget, False, hot_share)
-    ours_scale, ours = calibrated(web, budget, True, hot_share)
+    plain_scale, plain = calibrated(web, budget, weighted=False, hot_share=None)
+    ours_scale, ours = calibrated(web, budget, weighted=weighted, hot_share=hot_share, shape=shape)
+    days = "/".join(f"{seconds * ours_scale / DAY:.2f}" for seconds in shape)
     theory = expected_freshness(np.array(web.rates), optimal.freqs)
     return {
         "fixed interval": (simulate(web, fixed), f"every {fixed.interval / DAY:.2f} d"),
-        "plain halve/double": (plain, f"intervals x{plain_scale:.3f}"),
-        "ours": (ours, f"intervals x{ours_scale:.3f}, hot share {hot_share:g}"),
+        "plain halve/double": (plain, f"shipped intervals x{plain_scale:.3f}"),
+        "ours": (ours, f"start/min/max {days} d, hot share {hot_share:g}"
+                       + ("" if weighted else ", no importance")),
         "optimal (known rates)": (simulate(web, optimal), f"{theory:.4f} in theory"),
     }
 
@@ -311,7 +316,10 @@ def main() -> None:
     parser.add_argument("--budget-days", type=float, default=7.0,
                         help="budget: one revisit per page per this many days on average (default 7)")
     parser.add_argument("--hot-share", type=float, default=defaults.REVISIT_HOT_SHARE,
-                        help=f"HotShare cap for ours (default REVISIT_HOT_SHARE = {defaults.REVISIT_HOT_SHARE})")
+                        help=f"ours' HotShare cap (default REVISIT_HOT_SHARE = {defaults.REVISIT_HOT_SHARE})")
+    parser.add_argument("--shape", default="7,1,30", help="ours: start,min,max interval in days before "
+                        "calibration scales them (default 7,1,30: the shipped defaults)")
+    parser.add_argument("--no-importance", action="store_true", help="ours without the depth weight")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--quick", action="store_true", help="3,000 pages: a few seconds")
     args = parser.parse_args()
@@ -321,7 +329,8 @@ def main() -> None:
     budget = round(pages * args.days / args.budget_days)
     print(f"{pages:,} pages, {args.days:g} days, budget {budget:,} revisits (one per page per "
           f"{args.budget_days:g} days), {sum(map(len, web.changes)):,} change events, seed {args.seed}\n")
-    print("\n".join(report(compare(web, budget, args.hot_share))))
+    shape = tuple(float(days) * DAY for days in args.shape.split(","))
+    print("\n".join(report(compare(web, budget, args.hot_share, not args.no_importance, shape))))
     print(f"\n({time.perf_counter() - began:.1f} s)")
 
 
