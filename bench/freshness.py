@@ -1,6 +1,6 @@
 """Freshness of revisit policies on a simulated web under one fetch budget (issue 13, Measure).
 
-Run from the repo root: ``python bench/freshness.py`` (10,000 pages, 60 days, ~40 s;
+Run from the repo root: ``python bench/freshness.py`` (10,000 pages, 60 days, ~16 s;
 ``--quick`` for 3,000 pages in a few seconds). No network: a simulated clock, seeded.
 
 **The web.** Each page changes as a Poisson process (Brewington and Cybenko 2000 found
