@@ -1,0 +1,338 @@
+"""Freshness of revisit policies on a simulated web under one fetch budget (issue 13, Measure).
+
+Run from the repo root: ``python bench/freshness.py`` (10,000 pages, 60 days, ~16 s;
+``--quick`` for 3,000 pages in a few seconds). No network: a simulated clock, seeded.
+
+**The web.** Each page changes as a Poisson process (Brewington and Cybenko 2000 found
+the time between changes of a page exponential), at a mean change interval drawn from
+a skewed mixture: 23% of pages between 1 hour and 1 day (Cho and Garcia-Molina, "The
+evolution of the web and implications for an incremental crawler", VLDB 2000: 23% of
+720,000 pages crawled daily for 4 months changed every day, over 40% of the .com
+ones), 17% between 1 and 7 days (so that 40% change within a week, their figure),
+15% from 1 week to 1 month, 15% from 1 to 4 months, 15% from 4 months to 2 years and
+15% never (Fetterly et al., "A large-scale study of the evolution of web pages", WWW
+2003: most of 151M pages crawled weekly for 11 weeks did not change, or only in their
+markup; Ntoulas et al. 2004: half the pages that persist do not change in a year).
+Log-uniform within each band. Each page has a depth 0-5 for ``importance()``, drawn
+independently of its change rate (no published correlation to base one on; this
+does not flatter the importance weight). A page "changed" at a fetch when it had at
+least one change event since the last fetch (the crawler's text hash, here a version
+number passed as the hash, judged by the policy's own ``outcome()``).
+
+**The policies.** *fixed*: every page at one interval (a round robin). *plain*:
+``RevisitPolicy.visit`` with weight 1 and no stretch (halve on change, double when
+not). *ours*: the same with ``importance(depth)`` and the ``HotShare`` stretch (cap
+``--hot-share``, default ``REVISIT_HOT_SHARE``). *optimal*: Cho and Garcia-Molina's
+allocation for known rates ("Synchronizing a database to improve freshness", SIGMOD
+2000), see :func:`optimal_rates`. Every copy is current at t=0 (a first crawl spread
+over one interval before it), so each policy's first revisits spread over its first
+interval.
+
+**One budget.** ``B = pages * days / --budget-days`` revisits (default: a weekly
+visit per page, the policy's start interval). The fixed interval is ``days * pages /
+B``: exactly B fetches. Optimal spends B in expectation. The adaptive policies keep
+the shipped shape (start 7 d, bounds [1 d, 30 d]) scaled by one time factor found by
+bisection until they spend B within 0.2%: the same policy on a faster or slower clock.
+
+**Figures.** Average freshness is exact: per page, the time its stored copy was
+current (from each fetch to the next change event), over pages x days.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import math
+import sys
+import time
+from bisect import bisect_right
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
+
+from crawler import defaults  # noqa: E402
+from crawler.frontier.revisit import HotShare, RevisitPolicy, importance  # noqa: E402
+
+HOUR, DAY = 3600.0, 86400.0
+# (share of pages, shortest, longest mean change interval); None: never changes.
+BANDS = [(0.23, HOUR, DAY), (0.17, DAY, 7 * DAY), (0.15, 7 * DAY, 30 * DAY),
+         (0.15, 30 * DAY, 120 * DAY), (0.15, 120 * DAY, 730 * DAY), (0.15, None, None)]
+DEPTHS = [0.01, 0.04, 0.15, 0.30, 0.30, 0.20]  # share of pages at depth 0..5
+SEED = 20001
+SHIPPED = (defaults.REVISIT_INTERVAL, defaults.REVISIT_MIN_INTERVAL, defaults.REVISIT_MAX_INTERVAL)
+
+
+@dataclass
+class Web:
+    """Pages' change rates (per second), depths and change times within [0, horizon]."""
+
+    rates: list[float]
+    depths: list[int]
+    changes: list[list[float]]
+    horizon: float
+    seed: int
+
+    def __len__(self) -> int:
+        return len(self.rates)
+
+
+def make_web(pages: int, days: float, seed: int = SEED) -> Web:
+    """A seeded web: rates from BANDS, depths from DEPTHS, Poisson change times."""
+    rng = np.random.default_rng(seed)
+    horizon = days * DAY
+    band = rng.choice(len(BANDS), size=pages, p=[b[0] for b in BANDS])
+    rates = np.zeros(pages)
+    for k, (_, shortest, longest) in enumerate(BANDS):
+        chosen = band == k
+        if shortest is not None:
+            logs = rng.uniform(math.log(shortest), math.log(longest), chosen.sum())
+            rates[chosen] = np.exp(-logs)
+    depths = rng.choice(len(DEPTHS), size=pages, p=DEPTHS)
+    counts = rng.poisson(rates * horizon)
+    changes = [np.sort(rng.uniform(0.0, horizon, n)).tolist() for n in counts]
+    return Web(rates.tolist(), depths.tolist(), changes, horizon, seed)
+
+
+@dataclass
+class Result:
+    freshness: float  # share of page-time with a current copy
+    changed: int  # fetches that found a new version
+    wasted: int  # fetches that found none
+
+    @property
+    def fetches(self) -> int:
+        return self.changed + self.wasted
+
+
+def simulate(web: Web, schedule) -> Result:
+    """Run one policy over the web's horizon. ``schedule.start(i)`` gives page i's first
+    fetch time, ``schedule.fetched(i, t, version)`` the next (None: never again); a
+    fetch at ``t`` sees ``version`` = the number of changes up to t."""
+    horizon, changes = web.horizon, web.changes
+    stored = [0] * len(web)  # version of the stored copy
+    since = [0.0] * len(web)  # when it was fetched
+    heap = [(t, i) for i in range(len(web)) if (t := schedule.start(i)) is not None and t <= horizon]
+    heapq.heapify(heap)
+    fresh = 0.0
+    changed = wasted = 0
+    while heap:  # bounded: every policy waits at least a positive interval between fetches
+        t, i = heapq.heappop(heap)
+        events, v = changes[i], stored[i]
+        fresh += min(events[v], t) - since[i] if v < len(events) else t - since[i]
+        version = bisect_right(events, t, lo=v)
+        if version != v:
+            changed += 1
+        else:
+            wasted += 1
+        stored[i], since[i] = version, t
+        nxt = schedule.fetched(i, t, version)
+        if nxt is not None and nxt <= horizon:
+            heapq.heappush(heap, (nxt, i))
+    for i, events in enumerate(changes):
+        v = stored[i]
+        fresh += (min(events[v], horizon) if v < len(events) else horizon) - since[i]
+    return Result(fresh / (len(web) * horizon), changed, wasted)
+
+
+class Fixed:
+    """Every page every ``horizon * pages / budget`` seconds, in a seeded round robin:
+    exactly ``budget`` fetches."""
+
+    def __init__(self, web: Web, budget: int) -> None:
+        self.gap = web.horizon / budget
+        self.interval = self.gap * len(web)
+        self.rank = np.random.default_rng(web.seed + 1).permutation(len(web)).tolist()
+
+    def start(self, i: int) -> float:
+        return (self.rank[i] + 0.5) * self.gap
+
+    def fetched(self, i: int, t: float, version: int) -> float:
+        return t + self.interval
+
+
+def optimal_rates(rates: np.ndarray, total: float) -> np.ndarray:
+    """Revisit frequencies f_i (per second) with sum f_i = ``total`` that maximise the
+    summed freshness sum F(l_i, f_i), F(l, f) = (f/l)(1 - exp(-l/f)) (a page changing
+    at Poisson rate l, fetched every 1/f; Cho and Garcia-Molina, SIGMOD 2000).
+
+    Lagrange: dF/df = mu for every page revisited. With x = l/f,
+    dF/df = (1 - (1 + x) e^-x) / l = g(x) / l, and g rises from 0 to 1, so
+    f_i = l_i / g^-1(mu l_i) where mu l_i < 1, and f_i = 0 where mu l_i >= 1 (a page
+    changing too fast to be worth a fetch) or l_i = 0 (never changes: F = 1 as is).
+    Sum f_i falls as mu grows: bisection on mu (log scale) meets the budget; g^-1 by
+    bisection on x, vectorised."""
+    live = rates > 0
+    lam = rates[live]
+
+    def frequencies(mu: float) -> np.ndarray:
+        target = mu * lam
+        out = np.zeros_like(lam)
+        ok = target < 1.0
+        lo, hi = np.zeros(ok.sum()), np.full(ok.sum(), 60.0)
+        for _ in range(60):  # g^-1 to ~1e-16 relative
+            mid = (lo + hi) / 2
+            low = 1.0 - (1.0 + mid) * np.exp(-mid) < target[ok]
+            lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
+        out[ok] = lam[ok] / ((lo + hi) / 2)
+        return out
+
+    lo_mu, hi_mu = 1e-12 / lam.max(), 1.0 / lam.min()  # sum f huge at lo, 0 at hi
+    for _ in range(100):
+        mid = math.sqrt(lo_mu * hi_mu)
+        if frequencies(mid).sum() > total:
+            lo_mu = mid
+        else:
+            hi_mu = mid
+    f = np.zeros_like(rates)
+    f[live] = frequencies(math.sqrt(lo_mu * hi_mu))
+    return f
+
+
+def expected_freshness(rates: np.ndarray, freqs: np.ndarray) -> float:
+    """Mean F(l_i, f_i) over pages: the optimum's freshness in theory (never-changing
+    pages count as fresh, unvisited changing ones as stale in the long run)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = rates / freqs
+        value = np.where(rates == 0, 1.0, np.where(freqs > 0, (1 - np.exp(-x)) / x, 0.0))
+    return float(value.mean())
+
+
+class Optimal:
+    """Page i every 1/f_i seconds from a seeded random phase; f from :func:`optimal_rates`."""
+
+    def __init__(self, web: Web, budget: int) -> None:
+        self.freqs = optimal_rates(np.array(web.rates), budget / web.horizon)
+        self.phase = np.random.default_rng(web.seed + 2).uniform(size=len(web)).tolist()
+        self.periods = [1.0 / f if f > 0 else None for f in self.freqs.tolist()]
+
+    def start(self, i: int) -> float | None:
+        period = self.periods[i]
+        return None if period is None else self.phase[i] * period
+
+    def fetched(self, i: int, t: float, version: int) -> float | None:
+        return t + self.periods[i]
+
+
+class Adaptive:
+    """``RevisitPolicy.visit`` on the intervals ``shape`` (start, min, max) times ``scale``;
+    with ``weighted``, importance by depth; with ``hot_share``, the HotShare stretch."""
+
+    def __init__(self, web: Web, scale: float, weighted: bool, hot_share: float | None,
+                 shape: tuple[float, float, float] = SHIPPED) -> None:
+        self.policy = RevisitPolicy(*(seconds * scale for seconds in shape))
+        self.weights = [importance(d) if weighted else 1.0 for d in web.depths]
+        self.hot = HotShare(hot_share) if hot_share is not None else None
+        self.phase = np.random.default_rng(web.seed + 3).uniform(size=len(web)).tolist()
+        self.states: list = [None] * len(web)
+
+    def start(self, i: int) -> float:
+        p = self.policy
+        first_wait = max(p.min_interval, p.interval / self.weights[i])
+        self.states[i] = p.visit(None, -self.phase[i] * first_wait, 200, "0", None, None, self.weights[i])[1]
+        return self.states[i].next_visit
+
+    def fetched(self, i: int, t: float, version: int) -> float:
+        previous, stretch = self.states[i], 1.0
+        if self.hot is not None:
+            stretch = self.hot.stretch()
+            self.hot.record(self.policy.is_hot(previous.interval))
+        self.states[i] = self.policy.visit(previous, t, 200, str(version), None, None,
+                                           self.weights[i], stretch)[1]
+        return self.states[i].next_visit
+
+
+def calibrated(web: Web, budget: int, tolerance: float = 0.002, **adaptive) -> tuple[float, Result]:
+    """(scale, result) of the :class:`Adaptive` policy (``adaptive``: its arguments) whose
+    intervals, times ``scale``, spend ``budget`` fetches within ``tolerance``: bisection
+    on log(scale), at most 30 runs."""
+    def run(scale: float) -> Result:
+        return simulate(web, Adaptive(web, scale, **adaptive))
+
+    first = run(1.0)
+    guess = first.fetches / budget  # fetches fall roughly as 1/scale
+    lo, hi = guess / 4, guess * 4  # fetches(lo) > budget > fetches(hi) for any sane web
+    best = (1.0, first)
+    for _ in range(30):
+        mid = math.sqrt(lo * hi)
+        result = run(mid)
+        if abs(result.fetches - budget) < abs(best[1].fetches - budget):
+            best = (mid, result)
+        if abs(result.fetches - budget) <= tolerance * budget:
+            break
+        if result.fetches > budget:
+            lo = mid
+        else:
+            hi = mid
+    return best
+
+
+def compare(web: Web, budget: int, hot_share: float = defaults.REVISIT_HOT_SHARE, weighted: bool = True,
+            shape: tuple[float, float, float] = SHIPPED) -> dict:
+    """Every policy on one web and budget: name -> (Result, note). ``hot_share``,
+    ``weighted`` and ``shape`` are ours (plain keeps the shipped shape)."""
+    fixed = Fixed(web, budget)
+    optimal = Optimal(web, budget)
+    plain_scale, plain = calibrated(web, budget, weighted=False, hot_share=None)
+    ours_scale, ours = calibrated(web, budget, weighted=weighted, hot_share=hot_share, shape=shape)
+    days = "/".join(f"{seconds * ours_scale / DAY:.2f}" for seconds in shape)
+    theory = expected_freshness(np.array(web.rates), optimal.freqs)
+    return {
+        "fixed interval": (simulate(web, fixed), f"every {fixed.interval / DAY:.2f} d"),
+        "plain halve/double": (plain, f"shipped intervals x{plain_scale:.3f}"),
+        "ours": (ours, f"start/min/max {days} d, hot share {hot_share:g}"
+                       + ("" if weighted else ", no importance")),
+        "optimal (known rates)": (simulate(web, optimal), f"{theory:.4f} in theory"),
+    }
+
+
+def report(results: dict) -> list[str]:
+    """The table and the target checks, as lines of Markdown."""
+    from common import fmt_table
+
+    rows = [[name, f"{r.freshness:.4f}", f"{r.changed:,}", f"{r.wasted:,}", f"{r.fetches:,}", note]
+            for name, (r, note) in results.items()]
+    lines = [fmt_table(["policy", "avg freshness", "changes captured", "wasted (no change)",
+                        "fetches", "calibration"], rows), ""]
+    fixed, ours, best = (results[k][0] for k in ("fixed interval", "ours", "optimal (known rates)"))
+    checks = [
+        ("ours at least as fresh as the fixed interval", ours.freshness >= fixed.freshness,
+         f"{ours.freshness:.4f} vs {fixed.freshness:.4f}"),
+        ("ours at least 90% of the optimum's freshness", ours.freshness >= 0.9 * best.freshness,
+         f"{ours.freshness / best.freshness:.1%} of {best.freshness:.4f}"),
+        ("ours wastes at most half the fixed interval's fetches", ours.wasted <= 0.5 * fixed.wasted,
+         f"{ours.wasted:,} = {ours.wasted / fixed.wasted:.1%} of {fixed.wasted:,}"),
+    ]
+    lines += [f"- {'MET' if ok else 'MISSED'}: {what} ({figures})" for what, ok, figures in checks]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=10_000)
+    parser.add_argument("--days", type=float, default=60.0)
+    parser.add_argument("--budget-days", type=float, default=7.0,
+                        help="budget: one revisit per page per this many days on average (default 7)")
+    parser.add_argument("--hot-share", type=float, default=defaults.REVISIT_HOT_SHARE,
+                        help=f"ours' HotShare cap (default REVISIT_HOT_SHARE = {defaults.REVISIT_HOT_SHARE})")
+    parser.add_argument("--shape", default="7,1,30", help="ours: start,min,max interval in days before "
+                        "calibration scales them (default 7,1,30: the shipped defaults)")
+    parser.add_argument("--no-importance", action="store_true", help="ours without the depth weight")
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--quick", action="store_true", help="3,000 pages: a few seconds")
+    args = parser.parse_args()
+    pages = 3_000 if args.quick else args.pages
+    began = time.perf_counter()
+    web = make_web(pages, args.days, args.seed)
+    budget = round(pages * args.days / args.budget_days)
+    print(f"{pages:,} pages, {args.days:g} days, budget {budget:,} revisits (one per page per "
+          f"{args.budget_days:g} days), {sum(map(len, web.changes)):,} change events, seed {args.seed}\n")
+    shape = tuple(float(days) * DAY for days in args.shape.split(","))
+    print("\n".join(report(compare(web, budget, args.hot_share, not args.no_importance, shape))))
+    print(f"\n({time.perf_counter() - began:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""bench/freshness.py's core on a tiny web: exact freshness, equal budgets, the optimum on top."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+import freshness as bench
+
+DAY = bench.DAY
+
+
+def test_freshness_is_the_time_the_stored_copy_was_current():
+    web = bench.Web([1 / DAY], [0], [[0.5 * DAY, 0.7 * DAY, 3.2 * DAY]], 4 * DAY, seed=1)
+    result = bench.simulate(web, bench.Fixed(web, budget=2))  # fetches at day 1 and day 3
+    # current over [0, 0.5) and [1, 3) and [3, 3.2): 2.7 of 4 days
+    assert result.freshness == pytest.approx(2.7 / 4)
+    assert (result.changed, result.wasted) == (1, 1)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    web = bench.make_web(300, 10, seed=7)
+    budget = round(300 * 10 / 2)  # a visit per page every 2 days
+    return web, budget, bench.compare(web, budget)
+
+
+def test_every_policy_spends_the_same_budget(tiny):
+    _, budget, results = tiny
+    assert results["fixed interval"][0].fetches == budget
+    for name in ("plain halve/double", "ours"):
+        assert results[name][0].fetches == pytest.approx(budget, rel=0.01), name
+    assert results["optimal (known rates)"][0].fetches == pytest.approx(budget, rel=0.05)
+
+
+def test_the_optimum_is_freshest_and_freshness_is_a_share(tiny):
+    _, _, results = tiny
+    for result, _ in results.values():
+        assert 0.0 <= result.freshness <= 1.0
+    best = results["optimal (known rates)"][0].freshness
+    assert best >= max(r.freshness for name, (r, _) in results.items() if not name.startswith("optimal"))
+
+
+def test_the_optimal_rates_meet_the_budget_and_skip_pages_not_worth_a_fetch():
+    rates = np.array([0.0, 1e-7, 1e-6, 1e-5, 1e-3])  # never .. every 17 minutes
+    freqs = bench.optimal_rates(rates, total=2e-6)
+    assert freqs.sum() == pytest.approx(2e-6, rel=1e-6)
+    assert freqs[0] == 0.0 and freqs[-1] == 0.0  # never changes; changes too fast to keep
+    assert bench.expected_freshness(rates, freqs) > bench.expected_freshness(rates, np.full(5, 2e-6 / 5))
