@@ -14,7 +14,7 @@ DOCS = PACKAGE.parent / "docs" / "settings.md"
 # Scrapy components and the project's wiring: cores must not depend on them.
 ADAPTERS = ("crawler.middlewares", "crawler.pipelines", "crawler.spiders", "crawler.commands",
             "crawler.addon", "crawler.frontier.scheduler", "crawler.net.resolver", "crawler.settings")
-CORES = ("urls", "robots", "dedup", "extract", "store", "frontier", "net", "plan")
+CORES = ("urls", "robots", "dedup", "extract", "store", "frontier", "net", "plan", "traps")
 
 
 def imports_of(path: Path) -> set[str]:
