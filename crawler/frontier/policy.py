@@ -91,6 +91,11 @@ class HostBudget:
     def exhausted(self, fetched: int) -> bool:
         return bool(self.pages) and fetched >= self.pages
 
+    def demoted(self, pages: int) -> HostBudget:
+        """A demoted host's own budget: ``pages`` (at least 1), never above this one."""
+        pages = max(1, pages)
+        return HostBudget(min(pages, self.pages) if self.pages else pages)
+
 
 @dataclass(frozen=True)
 class PriorityLevels:
