@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.traps.content import Probe, demoted_budget, is_soft_404, probe_url, should_demote
+from crawler.traps.content import Probe, is_soft_404, probe_url, should_demote
 from crawler.traps.params import LEARN, RELEVANT, Variant, strip_params, variants, verdict
 from crawler.urls.canonical import header_canonical, page_canonical
 from crawler.urls.normalize import normalize_url
@@ -58,7 +58,6 @@ def test_demotion_needs_a_full_window_with_more_than_the_rate_of_duplicates():
     assert not should_demote([True] * 5 + [False] * 5, window=10, rate=0.5)
     assert should_demote([True] * 6 + [False] * 4, window=10, rate=0.5)
     assert not should_demote([False] * 5 + [True] * 6, window=10, rate=0.5)  # the newest count
-    assert demoted_budget(40, 10) == 50
 
 
 def test_canonical_from_the_link_header_wins_over_the_link_element():

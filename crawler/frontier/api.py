@@ -177,9 +177,10 @@ class Frontier(Protocol):
     def set_crawl_delay(self, name: str, delay: float) -> None:
         """robots.txt's Crawl-delay of ``name``: a floor on its gap."""
 
-    def demote(self, name: str, pages: int) -> int:
+    def demote(self, name: str, margin: int) -> int:
         """Host ``name`` is demoted: its queued and later URLs go to the lowest level and
-        its budget becomes ``pages`` fetches (``HostBudget.demoted``). How many URLs moved."""
+        its budget becomes its fetches so far plus ``margin`` (``HostBudget.demoted``).
+        How many URLs moved."""
 
     # ---- counts
     def count(self, key: str, n: int = 1) -> None:

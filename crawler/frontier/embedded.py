@@ -258,11 +258,11 @@ class EmbeddedFrontier:
         """robots.txt's Crawl-delay for host ``name``: a floor on its key's gap."""
         self._host(name).group.times.crawl_delay = delay
 
-    def demote(self, name: str, pages: int) -> int:
+    def demote(self, name: str, margin: int) -> int:
         """Host ``name``'s queued URLs go to the lowest level (later ones too), and its
-        budget becomes ``pages`` fetches; returns how many URLs moved."""
+        budget becomes its fetches so far plus ``margin``; returns how many URLs moved."""
         host = self._host(name)
-        host.budget = self.budget.demoted(pages)
+        host.budget = self.budget.demoted(host.fetched, margin)
         self.db.execute("INSERT OR REPLACE INTO demoted VALUES (?, ?)", (host.id, host.budget.pages))
         top = len(host.queued) - 1
         moved = self.db.execute("UPDATE urls SET level = ? WHERE host_id = ? AND state = ? AND level < ?",

@@ -331,8 +331,9 @@ class RedisFrontier:
     def set_crawl_delay(self, name: str, delay: float) -> None:
         self._run("key", name, delay, "delay")
 
-    def demote(self, name: str, pages: int) -> int:
-        return int(self._run("demote", name, self.budget.demoted(pages).pages))
+    def demote(self, name: str, margin: int) -> int:
+        fetched = int(self.redis.hget(self.prefix + f"host:{name}", "fetched") or 0)
+        return int(self._run("demote", name, self.budget.demoted(fetched, margin).pages))
 
     # ---------------------------------------------------------------- reporting
 
@@ -586,8 +587,8 @@ class ShardedRedisFrontier:
     def set_crawl_delay(self, name: str, delay: float) -> None:
         self.shards[self.shard_of(name)].set_crawl_delay(name, delay)
 
-    def demote(self, name: str, pages: int) -> int:
-        return self.shards[self.shard_of(name)].demote(name, pages)
+    def demote(self, name: str, margin: int) -> int:
+        return self.shards[self.shard_of(name)].demote(name, margin)
 
     @property
     def counters(self) -> dict[str, int]:

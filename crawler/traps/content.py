@@ -39,7 +39,3 @@ def should_demote(recent: Sequence[bool], window: int, rate: float) -> bool:
     last = recent[:window]
     return len(last) >= window > 0 and sum(last) > rate * window
 
-
-def demoted_budget(fetched: int, margin: int) -> int:
-    """A demoted host's page budget: what it has fetched, plus ``margin``."""
-    return fetched + max(0, margin)
