@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crawler.dedup.simhash import hamming
+from crawler.traps.params import same_resource
 
 
 def probe_url(origin: str, token: str | None = None) -> str:
@@ -31,6 +32,13 @@ def is_soft_404(sha256: str, simhash: int, words: int, probe: Probe, max_distanc
     if sha256 == probe.sha256:
         return True
     return words >= min_words and hamming(simhash, probe.simhash) <= max_distance
+
+
+def counts_for_demotion(url: str, duplicate_of: str | None, kind: str | None) -> bool:
+    """Whether a page is a duplicate that speaks against its host: a copy under another
+    path. Soft 404s and copies that differ in parameters only are the other traps'
+    business (the probe, learned parameters)."""
+    return duplicate_of is not None and kind in ("exact", "near") and not same_resource(url, duplicate_of)
 
 
 def should_demote(recent: Sequence[bool], window: int, rate: float) -> bool:

@@ -73,6 +73,14 @@ def strip_params(url: str, names: frozenset[str] | set[str]) -> str:
     return _join(prefix, path, params)
 
 
+def same_resource(url: str, other: str) -> bool:
+    """Whether two normalised URLs differ in parameters only (query, ``;name=value``)."""
+    def bare(u: str) -> str:
+        prefix, path, _ = _split(u)
+        return prefix + "/".join(segment.split(";", 1)[0] for segment in path.split("/"))
+    return bare(url) == bare(other)
+
+
 def verdict(texts: Mapping[str, str], evidence: int) -> str | None:
     """What the texts seen for one parameter over one ``rest`` URL (value -> text
     hash) say: ``RELEVANT`` when two values gave different texts, ``LEARN`` when

@@ -52,6 +52,7 @@ class Traps:
         self._params: dict[str, tuple[float, frozenset[str], frozenset[str]]] = {}
         self._probes: dict[str, tuple[float, Probe | None]] = {}
         self._probed: set[str] = set()
+        self._demoted: set[str] = set()
 
     # ---------------------------------------------------------------- parameters
 
@@ -83,6 +84,8 @@ class Traps:
     def observe(self, url: str, digest: str) -> None:
         """The page at ``url`` has text ``digest``: evidence for each of its parameters
         not settled yet; a parameter with enough of it is settled (logged once)."""
+        if not self.settings.evidence:
+            return
         host = url_host(url)
         learned, settled = self._host_params(host)
         for v in variants(url):
@@ -142,14 +145,21 @@ class Traps:
     # ---------------------------------------------------------------- demotion
 
     def page_seen(self, url: str, duplicate: bool) -> bool:
-        """Count a page of the host as a duplicate or not; True when this makes the
-        host's duplicate rate demote it (once per crawl)."""
-        host = url_host(url)
+        """Count a page of the host as a duplicate or not; True when the host is to be
+        (re)demoted: its duplicate rate demotes it, or, demoted, it still gave a new
+        page, so its budget keeps a margin ahead of its last new page."""
         s = self.settings
-        recent = self.store.record_page(host, duplicate, s.window)
-        if not should_demote(recent, s.window, s.rate) or not self.store.demote(host):
+        if not s.window:
             return False
-        self.stats.inc_value("traps/hosts_demoted")
-        logger.info("Host %s demoted: %d of its last %d pages were duplicates", host, sum(recent),
-                    len(recent))
+        host = url_host(url)
+        recent = self.store.record_page(host, duplicate, s.window)
+        if host in self._demoted:
+            return not duplicate
+        if not should_demote(recent, s.window, s.rate):
+            return False
+        self._demoted.add(host)
+        if self.store.demote(host):  # once per crawl, whichever worker saw it first
+            self.stats.inc_value("traps/hosts_demoted")
+            logger.info("Host %s demoted: %d of its last %d pages were duplicates", host, sum(recent),
+                        len(recent))
         return True
