@@ -62,7 +62,8 @@ def trap_table(web: TrapWeb, records: list[dict]) -> list[str]:
     for host, note in (("sid.test", f"most fetches of one path: {max(per_path.values(), default=0)}"),
                        ("soft.test", f"soft-404 bodies stored as pages: {soft_pages}"),
                        ("cal.test", ""), ("loop.test", "")):
-        stored = sum(1 for r in records if r["url"].split("/")[2].startswith(host) and not r.get("duplicate_of"))
+        stored = sum(1 for r in records
+                     if r["url"].split("/")[2].startswith(host) and not r.get("duplicate_of"))
         rows.append(f"| {host} | {hits[host]} | {stored} | {note} |")
     return rows
 
@@ -79,7 +80,8 @@ def precision_table(web: TrapWeb, log: str, records: list[dict]) -> list[str]:
     truth = [(r, web.truth(r.get("fetched_url") or r["url"])) for r in records]
     flagged = [kind == "soft_404" for r, (kind, _) in truth if r.get("soft_404")]
     soft = sum(1 for _, (kind, _) in truth if kind == "soft_404")
-    rows.append(f"| soft-404 probe (pages) | {_ratio(sum(flagged), len(flagged))} | {_ratio(sum(flagged), soft)} |")
+    rows.append(f"| soft-404 probe (pages) | {_ratio(sum(flagged), len(flagged))} "
+                f"| {_ratio(sum(flagged), soft)} |")
     demoted = {h.split(":")[0] for h in _DEMOTED.findall(log)}
     rows.append(f"| duplicate-rate demotion (hosts) | {_ratio(len(demoted & DUPLICATE_HOSTS), len(demoted))} "
                 f"| {_ratio(len(demoted & DUPLICATE_HOSTS), len(DUPLICATE_HOSTS))} |")
@@ -94,7 +96,8 @@ def precision_table(web: TrapWeb, log: str, records: list[dict]) -> list[str]:
         if record.get("duplicate_of"):
             flagged_copies += 1
             right += is_copy
-    rows.append(f"| copies flagged duplicate_of | {_ratio(right, flagged_copies)} | {_ratio(right, copies)} |")
+    rows.append(f"| copies flagged duplicate_of | {_ratio(right, flagged_copies)} "
+                f"| {_ratio(right, copies)} |")
     stored = {key for r, (kind, key) in truth if kind == "page" and not r.get("duplicate_of")}
     lost = sorted(web.real_pages() - stored)
     rows.append(f"\nReal pages: {len(web.real_pages())}, stored: {len(stored & web.real_pages())}, "

@@ -56,5 +56,5 @@ def test_defaults_module_imports_nothing():
 
 
 def test_every_default_is_documented_in_docs_settings():
-    documented = set(re.findall(r"^\| `([A-Z_]+)` \|", DOCS.read_text(encoding="utf-8"), re.M))
+    documented = set(re.findall(r"^\| `([A-Z0-9_]+)` \|", DOCS.read_text(encoding="utf-8"), re.M))
     assert sorted(set(default_names()) - documented) == []

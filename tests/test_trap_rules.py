@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.traps.content import Probe, is_soft_404, probe_url, should_demote
-from crawler.traps.params import LEARN, RELEVANT, Variant, strip_params, variants, verdict
+from crawler.traps.content import Probe, counts_for_demotion, is_soft_404, probe_url, should_demote
+from crawler.traps.params import LEARN, RELEVANT, Variant, same_resource, strip_params, variants, verdict
 from crawler.urls.canonical import header_canonical, page_canonical
 from crawler.urls.normalize import normalize_url
 
@@ -70,3 +70,13 @@ def test_canonical_from_the_link_header_wins_over_the_link_element():
     assert page_canonical(page, "http://b.test/p", None, normalize_url) == ("http://b.test/p", False)
     assert page_canonical(page, "javascript:x", None, normalize_url) == (None, False)
     assert page_canonical(page, None, None, normalize_url) == (None, False)
+
+
+def test_only_copies_under_another_path_count_against_a_host():
+    assert same_resource("http://a.test/p;s=1?x=1", "http://a.test/p?y=2")
+    assert not same_resource("http://a.test/p", "http://a.test/q")
+    assert counts_for_demotion("http://a.test/tag/2", "http://a.test/tag/1", "exact")
+    assert counts_for_demotion("http://a.test/tag/2", "http://a.test/tag/1", "near")
+    assert not counts_for_demotion("http://a.test/p?sid=2", "http://a.test/p?sid=1", "exact")
+    assert not counts_for_demotion("http://a.test/x", "http://a.test/zz-no-such-page.html", "soft_404")
+    assert not counts_for_demotion("http://a.test/x", None, None)

@@ -63,7 +63,7 @@ def backend(request, tmp_path):
 def test_a_crawl_of_the_trap_hosts_ends_by_itself_within_the_bounds(crawl, tmp_path, backend):
     with trap_web() as web:
         seeds = ",".join(web.url(site.host) for site in web.sites)
-        result = crawl(web, tmp_path, f"seeds={seeds}", **backend)
+        result = crawl(web, tmp_path, f"seeds={seeds}", TRAP_SOFT_404_PROBE=True, **backend)
         per_path = Counter(r.path for r in web.hits("sid.test") if r.path != "/robots.txt")
         records = result.records
         soft = [r for r in records if web.truth(r["url"])[0] == "soft_404"]
@@ -80,7 +80,7 @@ def test_a_crawl_of_the_trap_hosts_ends_by_itself_within_the_bounds(crawl, tmp_p
 def test_no_real_page_is_lost_to_a_trap_rule_and_copies_are_flagged(crawl, tmp_path):
     with precision_web() as web:
         seeds = ",".join(web.url(site.host) for site in web.sites)
-        result = crawl(web, tmp_path, f"seeds={seeds}", TRAP_DUPLICATE_WINDOW=10)
+        result = crawl(web, tmp_path, f"seeds={seeds}", TRAP_SOFT_404_PROBE=True, TRAP_DUPLICATE_WINDOW=10)
         truth = [(r, web.truth(r.get("fetched_url") or r["url"])) for r in result.records]
         real = web.real_pages()
     assert result.returncode == 0, result.log[-3000:]

@@ -58,7 +58,8 @@ class TrapWeb(TestWeb):
         if site.host == self.soft_404 and answer.status == 404:
             nav = [("/", "Home"), ("/p/1.html", "Page 1")]
             return _Answer(200, {"Content-Type": _HTML},
-                           page=_Page("Page not found", "notfound", nav, [(path, f"{_NOT_FOUND} ({path})")], 0))
+                           page=_Page("Page not found", "notfound", nav,
+                                      [(path, f"{_NOT_FOUND} ({path})")], 0))
         if site.host == self.session and answer.page is not None:
             page = answer.page
             answer.page = dataclasses.replace(page, nav=[(_with_sid(h), t) for h, t in page.nav],
@@ -85,7 +86,8 @@ class TrapWeb(TestWeb):
         if path == "/list" and params.get("page", "").isdigit() and 1 <= int(params["page"]) <= SHOP_LISTS:
             n = int(params["page"])
             items = range(3 * n - 2, 3 * n + 1)
-            return _Page(f"Shop list {n}", f"list{n}", nav, [(f"/item?id={i}", f"Item {i}") for i in items], 0)
+            links = [(f"/item?id={i}", f"Item {i}") for i in items]
+            return _Page(f"Shop list {n}", f"list{n}", nav, links, 0)
         if path == "/item" and params.get("id", "").isdigit() and 1 <= int(params["id"]) <= SHOP_ITEMS:
             return self._item(int(params["id"]))
         if path.startswith("/print/item/") and path[12:].isdigit() and 1 <= int(path[12:]) <= SHOP_ITEMS:
@@ -117,7 +119,8 @@ class TrapWeb(TestWeb):
                                                *(f"item{n}" for n in range(1, SHOP_ITEMS + 1)),
                                                "about-en", "about-fr")} if self.shop else set()
         if self.blog:
-            keys |= {f"{self.blog}:{k}" for k in ("blog", "all-posts", *(f"post{n}" for n in range(1, POSTS + 1)))}
+            posts = (f"post{n}" for n in range(1, POSTS + 1))
+            keys |= {f"{self.blog}:{k}" for k in ("blog", "all-posts", *posts)}
         for site in self.sites:
             if site.host not in (self.shop, self.blog):
                 keys |= {f"{site.host}:{site.host}{page_path(i)}" for i in range(site.pages)}
