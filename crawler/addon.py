@@ -39,12 +39,16 @@ COMPONENTS = {
         "crawler.middlewares.retry.FrontierRetryMiddleware": 80,
         # Before robots.txt: a refused host gets no robots.txt fetch either.
         "crawler.middlewares.address_guard.AddressGuardMiddleware": 90,
+        # A URL queued before its host learned an irrelevant parameter: before robots.txt.
+        "crawler.middlewares.traps.LearnedParamsMiddleware": 95,
         "crawler.middlewares.robots.RobotsMiddleware": 100,
         "crawler.middlewares.redirect.SafeMetaRefreshMiddleware": 580,
         "crawler.middlewares.redirect.SafeRedirectMiddleware": 600,
         "crawler.middlewares.content.HtmlOnlyMiddleware": 650,
     },
     "SPIDER_MIDDLEWARES": {
+        # After content seen (outputs go from high to low): pages carry their fingerprints.
+        "crawler.middlewares.traps.TrapsMiddleware": 940,
         "crawler.middlewares.content_seen.ContentSeenMiddleware": 950,
         "crawler.middlewares.capture.PageCaptureMiddleware": 960,
     },

@@ -54,6 +54,20 @@ URL_DROP_PARAMS = r"^(utm_[a-z]+|fbclid|gclid|sessionid|phpsessid|jsessionid)$"
 # Drop a URL whose path repeats a run of segments this many times in a row (0: off).
 TRAP_SEGMENT_REPEATS = 3
 
+# --- Trap rules that learn (per host, kept with the frontier's state) -------------
+# A parameter whose values gave one text on this many values is learned irrelevant (0: off).
+TRAP_PARAM_EVIDENCE = 3
+# Fetch one nonsense path per host; pages like its 2xx answer are soft 404s, not pages.
+TRAP_SOFT_404_PROBE = True
+# Over a host's last this many pages (0: off)...
+TRAP_DUPLICATE_WINDOW = 50
+# ...a share of duplicates above this demotes it: lowest priority, a budget of what it has fetched...
+TRAP_DUPLICATE_RATE = 0.5
+# ...plus this many pages.
+TRAP_DEMOTED_MARGIN = 10
+# What other workers learned is read again this often (seconds).
+TRAP_STATE_REFRESH = 10.0
+
 # --- Link following --------------------------------------------------------------
 # "host" (the seeds' hosts, www. or not), "domain" (their registered domains) or "all".
 CRAWL_SCOPE = "host"

@@ -36,12 +36,14 @@ class Page:
     last_modified: str | None = None
     links: int = 0  # links found on the page, followed or not
     sitemap_lastmod: str | None = None  # <lastmod> of the sitemap entry that led here
-    canonical: str | None = None  # <link rel=canonical href>, as written
+    canonical: str | None = None  # rel=canonical (Link header, else <link>), normalised
+    fetched_url: str | None = None  # the URL fetched, when the page is stored under its canonical
     meta_robots: str | None = None  # <meta name=robots content>, as written
     content_sha256: str | None = None
     simhash: int | None = None  # 64-bit simhash of the text's word 3-grams
     duplicate_of: str | None = None  # URL of the earlier page with the same or near text
-    duplicate_kind: str | None = None  # "exact" or "near"
+    duplicate_kind: str | None = None  # "exact", "near" or "soft_404"
+    soft_404: bool = False  # its text is its host's answer for a nonsense path
     sitemap_priority: float | None = None  # <priority> of the sitemap entry that led here
     # Freshness: the state kept from the last visit (request meta "revisit"), how this visit
     # compares (first, changed, unchanged, not_modified), and the state for the next one.
@@ -52,3 +54,12 @@ class Page:
     # Files still to be uploaded before the page is safe (remote stores): its URL is
     # acked to the frontier only once they are (crawler.signals.store_file_uploaded).
     awaiting_upload: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProbeAnswer:
+    """What a host answered 2xx at its soft-404 probe path: the URL and its text.
+    Consumed by ``TrapsMiddleware``; never a page."""
+
+    url: str
+    text: str

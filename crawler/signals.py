@@ -19,6 +19,10 @@ sitemaps_found = object()
 #: the sender then hands the waiting request back instead of fetching the page at once.
 robots_fetched = object()
 
+#: Host ``host``'s pages are mostly duplicates: the frontier sends its queued URLs to the
+#: lowest level and gives it a budget of its fetches so far plus ``margin``.
+host_demoted = object()
+
 #: A store file ``name`` is safely stored (uploaded): the URLs of the pages in it are done.
 store_file_uploaded = object()
 

@@ -273,6 +273,25 @@ def test_host_budget_drops_the_rest_of_a_host(make_frontier):
     assert f.add([entry("http://a.test/9")]) == [False]
 
 
+def test_a_demoted_host_goes_last_and_keeps_only_its_own_budget(make_frontier):
+    f = make_frontier(levels=PriorityLevels(levels=2))
+    f.add([entry(f"http://a.test/{i}", level=0) for i in range(4)] + [entry("http://b.test/1", level=1)])
+    c = claim(f, 0.0)
+    finish(f, c, 0.0)
+    assert f.demote("a.test", 2) == 3  # its 3 queued URLs moved to level 1; 1 + 2 fetches in all
+    f.add([entry("http://a.test/9", level=0)])
+    assert f.queued == 5
+    hosts, now = [], 10.0
+    while (c := f.next(now)) is not None:
+        assert isinstance(c, Claim), c
+        hosts.append(c.request)
+        finish(f, c, now)
+        now += 10.0
+    assert sorted(hosts) == ["http://a.test/1", "http://a.test/2", "http://b.test/1"]
+    assert f.counters["dropped/budget"] == 2  # a.test/3 and a.test/9: past its 3 fetches
+    assert f.add([entry("http://a.test/10")]) == [False]
+
+
 def test_priorities_order_a_host_queue(make_frontier):
     f = make_frontier(levels=PriorityLevels(levels=2))
     f.add([entry(f"http://a.test/low{i}", level=1) for i in range(4)])

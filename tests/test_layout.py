@@ -14,7 +14,7 @@ DOCS = PACKAGE.parent / "docs" / "settings.md"
 # Scrapy components and the project's wiring: cores must not depend on them.
 ADAPTERS = ("crawler.middlewares", "crawler.pipelines", "crawler.spiders", "crawler.commands",
             "crawler.addon", "crawler.frontier.scheduler", "crawler.net.resolver", "crawler.settings")
-CORES = ("urls", "robots", "dedup", "extract", "store", "frontier", "net", "plan")
+CORES = ("urls", "robots", "dedup", "extract", "store", "frontier", "net", "plan", "traps")
 
 
 def imports_of(path: Path) -> set[str]:
@@ -56,5 +56,5 @@ def test_defaults_module_imports_nothing():
 
 
 def test_every_default_is_documented_in_docs_settings():
-    documented = set(re.findall(r"^\| `([A-Z_]+)` \|", DOCS.read_text(encoding="utf-8"), re.M))
+    documented = set(re.findall(r"^\| `([A-Z0-9_]+)` \|", DOCS.read_text(encoding="utf-8"), re.M))
     assert sorted(set(default_names()) - documented) == []

@@ -111,3 +111,9 @@ def test_a_name_that_does_not_exist_is_confirmed_once_past_the_negative_cache_th
     assert chain.delay_after(1, reason) == 60.0  # the resolver asks again, not its cache
     assert chain.delay_after(2, reason) is None
     assert RetryPolicy.parse("90", confirm_after=60.0).delay_after(1, reason) == 90.0
+
+
+def test_a_demoted_host_keeps_what_it_fetched_plus_a_margin_under_the_crawl_budget():
+    assert HostBudget(0).demoted(40, 10) == HostBudget(50)
+    assert HostBudget(45).demoted(40, 10) == HostBudget(45)
+    assert HostBudget(0).demoted(40, 0) == HostBudget(41)  # never less than one more

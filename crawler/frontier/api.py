@@ -184,6 +184,11 @@ class Frontier(Protocol):
     def host_queued(self, name: str) -> int:
         """URLs of host ``name`` queued."""
 
+    def demote(self, name: str, margin: int) -> int:
+        """Host ``name`` is demoted: its queued and later URLs go to the lowest level and
+        its budget becomes its fetches so far plus ``margin`` (``HostBudget.demoted``).
+        How many URLs moved."""
+
     # ---- counts
     def count(self, key: str, n: int = 1) -> None:
         """Add to a counter (``frontier/<key>`` in stats)."""

@@ -55,6 +55,7 @@ CREATE INDEX IF NOT EXISTS waiting_due ON waiting (due);
 CREATE TABLE IF NOT EXISTS revisits (fp INTEGER PRIMARY KEY, due REAL NOT NULL, fetched_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS revisits_due ON revisits (due);
 CREATE TABLE IF NOT EXISTS dead_letters (fp INTEGER PRIMARY KEY, error TEXT NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS demoted (host_id INTEGER PRIMARY KEY, pages INTEGER NOT NULL);
 """
 
 
@@ -84,6 +85,7 @@ class _Host:
     credit: list[int] = field(default_factory=list)  # weighted round robin state
     held: bool = False  # not to be fetched yet (its politeness key is not known)
     in_heap: bool = False
+    budget: HostBudget | None = None  # its own, once demoted
 
 
 @dataclass
@@ -171,6 +173,8 @@ class EmbeddedFrontier:
             host = names[hid]
             host.queued[level] += count
             self.queued += count
+        for hid, pages in self.db.execute("SELECT host_id, pages FROM demoted"):
+            names[hid].budget = HostBudget(pages)
         for host in self._hosts.values():
             self._schedule(host)
         self.db.commit()
@@ -198,7 +202,7 @@ class EmbeddedFrontier:
         """Put ``host`` in the heap if it can be fetched from, at its group's allowed time."""
         if host.held or host.group.busy or host.in_heap or not any(host.queued):
             return
-        if self.budget.exhausted(host.fetched):
+        if self._exhausted(host):
             self._drop_queued(host)
             return
         host.in_heap = True
@@ -227,6 +231,9 @@ class EmbeddedFrontier:
         host.held = False
         self._schedule(host)
 
+    def _exhausted(self, host: _Host) -> bool:
+        return (host.budget or self.budget).exhausted(host.fetched)
+
     def _drop_queued(self, host: _Host) -> None:
         """A host over its page budget: its queued URLs are dropped (kept as seen)."""
         dropped = self.db.execute(
@@ -237,7 +244,7 @@ class EmbeddedFrontier:
         host.queued = [0] * len(host.queued)
         self.count("dropped/budget", dropped)
         logger.info("Host %s reached its budget of %d pages: %d URLs dropped", host.name,
-                    self.budget.pages, dropped)
+                    (host.budget or self.budget).pages, dropped)
 
     def defer(self, name: str, until: float) -> bool:
         """Fetch nothing from host ``name``'s politeness key before ``until``."""
@@ -250,6 +257,20 @@ class EmbeddedFrontier:
     def set_crawl_delay(self, name: str, delay: float) -> None:
         """robots.txt's Crawl-delay for host ``name``: a floor on its key's gap."""
         self._host(name).group.times.crawl_delay = delay
+
+    def demote(self, name: str, margin: int) -> int:
+        """Host ``name``'s queued URLs go to the lowest level (later ones too), and its
+        budget becomes its fetches so far plus ``margin``; returns how many URLs moved."""
+        host = self._host(name)
+        host.budget = self.budget.demoted(host.fetched, margin)
+        self.db.execute("INSERT OR REPLACE INTO demoted VALUES (?, ?)", (host.id, host.budget.pages))
+        top = len(host.queued) - 1
+        moved = self.db.execute("UPDATE urls SET level = ? WHERE host_id = ? AND state = ? AND level < ?",
+                                (top, host.id, QUEUED, top)).rowcount
+        host.queued = [0] * top + [sum(host.queued)]
+        if self._exhausted(host):
+            self._drop_queued(host)
+        return moved
 
     def count(self, key: str, n: int = 1) -> None:
         """Add to a counter (reported in stats as ``frontier/<key>``)."""
@@ -266,21 +287,22 @@ class EmbeddedFrontier:
         added = []
         for entry in entries:
             host = self._host(entry.host)
-            if self.budget.exhausted(host.fetched):
+            if self._exhausted(host):
                 self.count("dropped/budget")
                 added.append(False)
                 continue
             self._seq += 1
             fp = _signed(entry.fp)
+            level = self.levels.levels - 1 if host.budget else entry.level
             cur = self.db.execute(
                 "INSERT OR IGNORE INTO urls (fp, host_id, level, state, seq, request) VALUES (?,?,?,?,?,?)",
-                (fp, host.id, entry.level, QUEUED, self._seq, entry.request),
+                (fp, host.id, level, QUEUED, self._seq, entry.request),
             )
             if not cur.rowcount and force:
                 cur = self.db.execute(
                     "UPDATE urls SET state = ?, level = ?, seq = ?, request = ? "
                     "WHERE fp = ? AND state IN (?, ?)",
-                    (QUEUED, entry.level, self._seq, entry.request, fp, DONE, REVISIT),
+                    (QUEUED, level, self._seq, entry.request, fp, DONE, REVISIT),
                 )
                 if cur.rowcount:
                     self.revisits -= self.db.execute("DELETE FROM revisits WHERE fp = ?", (fp,)).rowcount
@@ -288,7 +310,7 @@ class EmbeddedFrontier:
                 self.count("dropped/seen")
                 added.append(False)
                 continue
-            host.queued[entry.level] += 1
+            host.queued[level] += 1
             self.queued += 1
             self._schedule(host)
             added.append(True)

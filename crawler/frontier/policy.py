@@ -91,6 +91,12 @@ class HostBudget:
     def exhausted(self, fetched: int) -> bool:
         return bool(self.pages) and fetched >= self.pages
 
+    def demoted(self, fetched: int, margin: int) -> HostBudget:
+        """The own budget of a host demoted after ``fetched`` fetches: those plus
+        ``margin`` (at least one more), never above this one."""
+        pages = fetched + max(1, margin)
+        return HostBudget(min(pages, self.pages) if self.pages else pages)
+
 
 @dataclass(frozen=True)
 class PriorityLevels:

@@ -12,7 +12,7 @@ are stored as JSON, never pickles.
 Layout (P = ``crawl:{id}:``): ``P seen:<bucket>`` hashes holding the seen
 fingerprints compactly (``seen_bucket_bits``), or ``P bloom:<i>`` bitmaps in Bloom
 mode; ``P q:<host>:<level>`` lists of queued entries; ``P host:<host>`` hash (group
-key, fetched, WRR credits);
+key, fetched, WRR credits, ``budget`` once demoted);
 ``P group:<key>`` hash (next_allowed, backoff, last_gap, crawl_delay, busy) and
 ``P members:<key>`` set of its hosts; ``P ready`` sorted set of claimable hosts by
 allowed time; ``P lease:<fp>`` hash and ``P leases`` sorted set by expiry;
@@ -68,6 +68,7 @@ _DEAD_HOST = _script("dead_host.lua")
 _REQUEUE_DEAD = _script("requeue_dead.lua")
 _HEARTBEAT = _script("heartbeat.lua")
 _KEY = _script("key.lua")
+_DEMOTE = _script("demote.lua")
 
 
 def default_worker_id() -> str:
@@ -155,7 +156,7 @@ class RedisFrontier:
             ("add", _ADD_BLOOM if self.bloom else _ADD), ("claim", _CLAIM), ("times", _TIMES),
             ("fetched", _FETCHED), ("ack", _ACK), ("requeue", _REQUEUE), ("reap", _REAP), ("key", _KEY),
             ("heartbeat", _HEARTBEAT), ("due", _DUE), ("requeue_dead", _REQUEUE_DEAD),
-            ("revisit", _REVISIT), ("dead_host", _DEAD_HOST))}
+            ("revisit", _REVISIT), ("dead_host", _DEAD_HOST), ("demote", _DEMOTE))}
         self._known_hosts: set[str] = set()
         if self.bloom:  # allocate each new bitmap whole: grown bit by bit, Redis doubles it
             allocate = client.register_script(
@@ -339,6 +340,10 @@ class RedisFrontier:
 
     def set_crawl_delay(self, name: str, delay: float) -> None:
         self._run("key", name, delay, "delay")
+
+    def demote(self, name: str, margin: int) -> int:
+        fetched = int(self.redis.hget(self.prefix + f"host:{name}", "fetched") or 0)
+        return int(self._run("demote", name, self.budget.demoted(fetched, margin).pages))
 
     # ---------------------------------------------------------------- reporting
 
@@ -597,6 +602,9 @@ class ShardedRedisFrontier:
 
     def set_crawl_delay(self, name: str, delay: float) -> None:
         self.shards[self.shard_of(name)].set_crawl_delay(name, delay)
+
+    def demote(self, name: str, margin: int) -> int:
+        return self.shards[self.shard_of(name)].demote(name, margin)
 
     @property
     def counters(self) -> dict[str, int]:

@@ -117,6 +117,7 @@ class FrontierScheduler(BaseScheduler):
             (self._page_stored, crawler_signals.page_captured),
             (self._file_uploaded, crawler_signals.store_file_uploaded),
             (self._host_answered, signals.response_downloaded),
+            (self._host_demoted, crawler_signals.host_demoted),
         ):
             crawler.signals.connect(handler, signal=signal)
 
@@ -475,6 +476,9 @@ class FrontierScheduler(BaseScheduler):
         """robots.txt was the host's fetch: its next one waits the policy's gap."""
         until = time.time() + self.frontier.policy.adaptive_gap(seconds)
         return self._write("defer", host, until, default=True)
+
+    def _host_demoted(self, host: str, margin: int) -> None:
+        self._write("demote", host, margin)
 
     def _host_unavailable(self, host: str, until: float) -> bool:
         """Hold the host's URLs until ``until``; True: its requests may come back to us."""

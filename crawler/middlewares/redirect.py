@@ -1,5 +1,6 @@
 """Scrapy's redirect middlewares, with redirect targets that cannot be fetched counted
-and skipped instead of raising from inside the middleware."""
+and skipped instead of raising from inside the middleware, and targets put through
+the rules links go through."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, Redirec
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.httpobj import urlparse_cached
 
+from crawler.urls.links import LinkFollower
 from crawler.urls.normalize import normalize_url
 from crawler.urls.rejects import rejection_reason
 
@@ -30,7 +32,10 @@ class _Rejected(Exception):
 class _SkipBadTargets:
     """A redirect to a non-HTTP scheme (javascript:, mailto:, data:, file:), or to a
     malformed host, port or IPv6 literal, is counted in ``urls/rejected/<reason>``,
-    logged once per reason (then at DEBUG) and dropped (``IgnoreRequest``)."""
+    logged once per reason (then at DEBUG) and dropped (``IgnoreRequest``). With the
+    ``web`` spider a target goes through its link follower as a link does (normalised,
+    learned parameters removed, scope, seen, URL length, repeated segments), counted
+    by reason, and is fetched in its normal form."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -57,6 +62,12 @@ class _SkipBadTargets:
     ) -> Request:
         if normalize_url(url) is None:
             raise _Rejected(rejection_reason(url), url)
+        links = getattr(self.crawler.spider, "links", None)  # type: ignore[attr-defined]
+        if isinstance(links, LinkFollower):
+            accepted = links.accept(url)
+            if accepted is None:
+                raise IgnoreRequest(f"redirect target dropped by the link rules: {url!r}")
+            url = accepted
         return super()._build_redirect_request(source_request, response, url=url, **kwargs)  # type: ignore[misc]
 
 

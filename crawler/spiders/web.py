@@ -21,13 +21,16 @@ from twisted.internet.task import LoopingCall
 
 from crawler import defaults
 from crawler import signals as crawler_signals
+from crawler.extract.html import extract_text, parse_html
 from crawler.extract.page import extract_page, not_modified_page
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
-from crawler.items import Page
+from crawler.items import Page, ProbeAnswer
+from crawler.middlewares.traps import TrapsMiddleware
 from crawler.robots.meta import PageDirectives, page_directives
 from crawler.robots.rules import product_token
 from crawler.stages import StageClock
+from crawler.urls.canonical import header_canonical, page_canonical
 from crawler.urls.keys import registered_domain, url_host
 from crawler.urls.links import SCOPES, LinkFollower, Scope
 from crawler.urls.normalize import UrlNormalizer
@@ -270,6 +273,7 @@ class WebSpider(scrapy.Spider):
     async def start(self) -> AsyncIterator[scrapy.Request]:
         # Built here, not in from_crawler: Crawler.stats exists only once the crawl starts.
         settings = self.crawler.settings
+        traps = self.crawler.get_spider_middleware(TrapsMiddleware)
         self.links = LinkFollower(
             self._normalize,
             Scope(self.scope, (url_host(u) for u in self.seed_urls)),
@@ -277,6 +281,7 @@ class WebSpider(scrapy.Spider):
             max_url_length=settings.getint("URLLENGTH_LIMIT", defaults.URLLENGTH_LIMIT),
             segment_repeats=settings.getint("TRAP_SEGMENT_REPEATS", defaults.TRAP_SEGMENT_REPEATS),
             cache_size=settings.getint("LINK_CACHE_SIZE", defaults.LINK_CACHE_SIZE),
+            rewrite=traps.traps.rewrite if traps is not None else None,
         )
         self.clock = StageClock(self.crawler.stats)
         # <meta name=robots> and X-Robots-Tag, matched by our robots.txt product token.
@@ -324,6 +329,7 @@ class WebSpider(scrapy.Spider):
             self.pushed_seeds.working()
         depth = response.meta.get("depth", 0)
         page, hrefs, base = extract_page(response, self._normalize(response.url) or response.url, self.clock)
+        self._canonical(page, response)
         asks = PageDirectives()
         if self.meta_robots_token is not None:
             tags = [v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")]
@@ -339,6 +345,24 @@ class WebSpider(scrapy.Spider):
             yield from self._follow(page, hrefs, base, depth)
         if self.max_pages and self.pages >= self.max_pages:
             raise CloseSpider("max_pages")  # after its links are queued: a resume goes on from there
+
+    def _canonical(self, page: Page, response: Response) -> None:
+        """rel=canonical on the page's host: the page is stored under its canonical URL,
+        which then counts as handled (no link to it is followed). When that URL was
+        handled already, content seen tells whether the page copies it. A canonical on
+        another host is only recorded."""
+        header = header_canonical(v.decode("latin-1") for v in response.headers.getlist(b"Link"))
+        page.canonical, same_host = page_canonical(page.url, page.canonical, header, self._normalize)
+        if not same_host or page.canonical == page.url:
+            return
+        self.crawler.stats.inc_value("links/canonical")
+        if self.links.claim(page.canonical):
+            page.url, page.fetched_url = page.canonical, page.url
+
+    def parse_probe(self, response: Response) -> Iterator[ProbeAnswer]:
+        """A host's answer at its soft-404 probe path (``TrapsMiddleware``): its text, never a page."""
+        if isinstance(response, HtmlResponse):
+            yield ProbeAnswer(response.url, extract_text(parse_html(response.body, response.encoding)))
 
     def _follow(self, page: Page, hrefs: list[str], base: str, depth: int) -> Iterator[scrapy.Request]:
         if page.duplicate_of:

@@ -83,7 +83,8 @@ class LinkFollower:
     Stats (by reason): ``links/new``, ``urls/rejected/<reason>`` (not http or
     https, a malformed host, port or IPv6 literal: :func:`rejection_reason`),
     ``links/dropped/offsite``, ``traps/dropped/url_length``,
-    ``traps/dropped/repeated_segments``.
+    ``traps/dropped/repeated_segments``. ``rewrite`` (the host's learned parameters
+    removed; None: drop) applies to each normalised URL.
     """
 
     def __init__(
@@ -95,8 +96,10 @@ class LinkFollower:
         max_url_length: int = 2048,
         segment_repeats: int = 3,
         cache_size: int = 500_000,
+        rewrite: Callable[[str], str | None] | None = None,
     ) -> None:
         self._normalize = normalize
+        self.rewrite = rewrite
         self.scope = scope
         self.stats = stats
         self.max_url_length = max_url_length
@@ -107,6 +110,14 @@ class LinkFollower:
     def mark_seen(self, url: str) -> None:
         """Remember a normalised URL scheduled elsewhere (a seed), so links to it are skipped."""
         self._fingerprints.add(fingerprint(url))
+
+    def claim(self, url: str) -> bool:
+        """Remember normalised ``url`` as handled; False if it already was."""
+        fp = fingerprint(url)
+        if fp in self._fingerprints:
+            return False
+        self._fingerprints.add(fp)
+        return True
 
     def new_links(self, base_url: str, hrefs: Iterable[str]) -> list[str]:
         """Normalised URLs from ``hrefs`` this follower has not returned before."""
@@ -128,6 +139,8 @@ class LinkFollower:
         url = self._normalize(key)
         if url is None:
             self.stats.inc_value(f"urls/rejected/{rejection_reason(key)}")
+            return None
+        if self.rewrite is not None and (url := self.rewrite(url)) is None:
             return None
         fp = fingerprint(url)
         if fp in self._fingerprints:

@@ -4,7 +4,9 @@ local held = ARGV[3]
 for i = 4, #ARGV, 6 do
   local fp, host, level, request = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
   local h = ensure_host(host, held)
-  local budget = tonumber(ARGV[2])
+  local own = redis.call('HGET', h, 'budget')  -- a demoted host: its own budget, the lowest level
+  local budget = tonumber(own or ARGV[2])
+  if own then level = tonumber(ARGV[1]) - 1 end
   local new = SEEN_CHECK
   if new then redis.call('HINCRBY', P .. 'counters', 'seen', 1) end
   if new and budget > 0 and tonumber(redis.call('HGET', h, 'fetched')) >= budget then

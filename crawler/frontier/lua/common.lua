@@ -3,14 +3,14 @@ local P = KEYS[1]
 local function schedule(host)
   -- put a host in the ready set if it has queued URLs, is not held, and its group is free
   local h = P .. 'host:' .. host
-  local held, group, fetched = unpack(redis.call('HMGET', h, 'held', 'group', 'fetched'))
+  local held, group, fetched, own = unpack(redis.call('HMGET', h, 'held', 'group', 'fetched', 'budget'))
   if held == '1' then return end
   local queued = false
   for level = 0, tonumber(ARGV[1]) - 1 do
     if redis.call('LLEN', P .. 'q:' .. host .. ':' .. level) > 0 then queued = true; break end
   end
   if not queued then return end
-  local budget = tonumber(ARGV[2])
+  local budget = tonumber(own or ARGV[2])  -- a demoted host's own budget
   if budget > 0 and tonumber(fetched or '0') >= budget then
     for level = 0, tonumber(ARGV[1]) - 1 do
       local q = P .. 'q:' .. host .. ':' .. level
