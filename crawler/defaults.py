@@ -92,7 +92,8 @@ CRAWL_CONTINUOUS = False
 BOUND_LAG = 0.05
 
 # --- Where data goes ------------------------------------------------------------
-# Absolute directory that relative FRONTIER_DIR, STORE_URI, STORE_SPOOL_DIR are under ("": the working dir).
+# Absolute directory that relative FRONTIER_DIR, STORE_URI, STORE_SPOOL_DIR, STORE_INDEX_DIR
+# are under ("": the working dir).
 DATA_DIR = ""
 
 # --- Page store --------------------------------------------------------------------
@@ -104,6 +105,8 @@ STORE_ROLL_BYTES = 100 * 1024 * 1024
 STORE_ROLL_SECONDS = 300.0
 # gzip level of WARC and metadata records, ISA-L's 0-3 (2: ~6x smaller, 0.1 ms a 50 KB page).
 STORE_GZIP_LEVEL = 2
+# The page index (URL fingerprint -> its record) for `GET /pages`, local for disk and S3 stores alike.
+STORE_INDEX_DIR = "crawl-index"
 # s3:// stores: files are written here first and leave once uploaded.
 STORE_SPOOL_DIR = "crawl-spool"
 # S3 requests that fail are retried this many times by botocore (standard mode, up to 20 s apart).
