@@ -177,3 +177,18 @@ FRONTIER_WORKER_TIMEOUT = 15.0
 FRONTIER_COMMIT_INTERVAL = 0.5
 # SQLite page cache (KiB): the embedded frontier's memory beyond one record per host.
 FRONTIER_CACHE_KIB = 65536
+
+# --- The crawl service: scrapy serve ----------------------------------------------
+# Address and port the API and dashboard listen on (--bind, --port); off loopback, SERVE_TOKEN is required.
+SERVE_BIND = "127.0.0.1"
+SERVE_PORT = 6080
+# With it set, every API request needs "Authorization: Bearer <token>".
+SERVE_TOKEN = ""
+# Bodies of POST /crawls larger than this (bytes) are refused.
+SERVE_MAX_BODY_BYTES = 1024 * 1024
+# The service reads its crawls' state and counts this often (seconds): the dashboard's sampling rate.
+SERVE_POLL_INTERVAL = 1.0
+# Schedule crawls on this scrapyd (its schedule.json, listjobs.json) instead of child processes.
+SERVE_SCRAPYD_URL = ""
+# The scrapyd project the crawler is deployed as (scrapyd-deploy's, scrapy.cfg's [deploy] project).
+SERVE_SCRAPYD_PROJECT = "crawler"

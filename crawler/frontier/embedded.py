@@ -606,3 +606,14 @@ def read_counts(path: str | Path) -> dict[str, int]:
         "hosts": hosts,
         "hosts/active": active,
     }
+
+
+def read_host_queues(path: str | Path, limit: int) -> list[tuple[str, int]]:
+    """The ``limit`` hosts with the most URLs queued, with how many, read-only."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return db.execute("SELECT h.name, count(*) AS n FROM urls u JOIN hosts h ON h.id = u.host_id "
+                          "WHERE u.state = ? GROUP BY u.host_id ORDER BY n DESC, h.name LIMIT ?",
+                          (QUEUED, limit)).fetchall()
+    finally:
+        db.close()
