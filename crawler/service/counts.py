@@ -4,6 +4,7 @@ the crawl process: fetched, failed, queued, stored, dead letters, hosts, fetch t
 from __future__ import annotations
 
 import re
+import sqlite3
 import time
 from typing import TYPE_CHECKING
 
@@ -41,8 +42,10 @@ class FrontierReader:
         if self.redis:
             frontier = self._redis_frontier(crawl_id)
             return {**frontier.counters, **frontier.gauges(time.time())}
-        path = embedded_frontier_path(self.settings, crawl_id)
-        return read_counts(path) if path.is_file() else {}
+        try:
+            return read_counts(embedded_frontier_path(self.settings, crawl_id))
+        except sqlite3.OperationalError:  # not there yet, or its tables not yet made
+            return {}
 
     def counts(self, crawl_id: str) -> dict:
         """The counts of ``COUNT_NAMES`` and the fetch-time histogram's raw counters."""
@@ -58,8 +61,10 @@ class FrontierReader:
         if self.redis:
             queues = self._redis_frontier(crawl_id).host_queues(limit)
         else:
-            path = embedded_frontier_path(self.settings, crawl_id)
-            queues = read_host_queues(path, limit) if path.is_file() else []
+            try:
+                queues = read_host_queues(embedded_frontier_path(self.settings, crawl_id), limit)
+            except sqlite3.OperationalError:
+                queues = []
         return [{"host": host, "queued": n} for host, n in queues]
 
 

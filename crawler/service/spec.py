@@ -73,7 +73,7 @@ def parse_spec(body: bytes, base: Settings) -> dict:
         raise BadRequest(f"\"scope\" must be a string, not {scope!r}")
     if max_pages is not None and not (isinstance(max_pages, int) and not isinstance(max_pages, bool)):
         raise BadRequest(f"\"max_pages\" must be a whole number >= 0, not {max_pages!r}")
-    settings = data.get("settings") or {}
+    settings = data.get("settings", {})
     if not isinstance(settings, dict):
         raise BadRequest("\"settings\" must be an object of NAME: value")
     refused = sorted(name for name in settings if name not in ALLOWED_SETTINGS)
