@@ -68,7 +68,7 @@ class LocalBackend:
         return self.service_dir / "logs" / f"{crawl_id}.log"
 
     def start(self, crawl: Crawl) -> dict:
-        """Start the crawl; the registry values to record (pid)."""
+        """Start the crawl; the registry values to record (pid, running)."""
         seeds = self.service_dir / "seeds" / f"{crawl.crawl_id}.txt"  # a URL may hold a comma
         seeds.parent.mkdir(parents=True, exist_ok=True)
         seeds.write_text("\n".join(crawl.spec["seeds"]) + "\n", encoding="utf-8")
@@ -81,7 +81,7 @@ class LocalBackend:
             child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                      env=self.env, start_new_session=True)
         self._children[crawl.crawl_id] = child
-        return {"pid": child.pid}
+        return {"pid": child.pid, "state": "running"}
 
     def _alive(self, crawl: Crawl) -> bool:
         child = self._children.get(crawl.crawl_id)
@@ -140,6 +140,7 @@ class ScrapydBackend:
         return answer
 
     def start(self, crawl: Crawl) -> dict:
+        """Schedule the job; it stays queued until scrapyd runs it."""
         if any("," in seed for seed in crawl.spec["seeds"]):
             raise ValueError("scrapyd takes seeds as one comma-separated field: a seed with a comma "
                              "cannot go through it")

@@ -73,7 +73,6 @@ class CrawlService:
             self.registry.update(crawl.crawl_id, state="failed", error=f"could not start: {error}",
                                  finished_at=time.time())
             raise
-        values.setdefault("state", "running" if self.backend.name == "local" else "queued")
         self.registry.update(crawl.crawl_id, started_at=time.time(), **values)
         logger.info("Crawl %s started (%s): %s", crawl.crawl_id, self.backend.name, crawl.spec["seeds"])
         return self.crawl(crawl.crawl_id)
