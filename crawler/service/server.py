@@ -72,7 +72,10 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             raise BadRequest("a JSON body with a Content-Length is required") from None
         if length < 0 or length > self.server.max_body:
-            self.close_connection = True  # the body is not read
+            self.close_connection = True
+            if 0 < length <= 8 * self.server.max_body:  # read, so the client hears why, not a broken pipe
+                for start in range(0, length, 65536):
+                    self.rfile.read(min(65536, length - start))
             raise BadRequest(f"the body is {length} bytes; the limit is {self.server.max_body}")
         return self.rfile.read(length)
 
