@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -55,6 +56,24 @@ class Service:
             self.process.send_signal(sig)
             self.process.wait(timeout=20)
             self.process = None
+
+    def stop_crawls(self) -> None:
+        """Kill the crawl processes the service left running (they outlive it by design)."""
+        registry = self.data_dir / "serve" / "registry.sqlite"
+        if not registry.is_file():
+            return
+        db = sqlite3.connect(registry)
+        try:
+            rows = db.execute("SELECT crawl_id, pid FROM crawls WHERE pid IS NOT NULL").fetchall()
+        finally:
+            db.close()
+        for crawl_id, pid in rows:
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if f"CRAWL_ID={crawl_id}".encode() in cmdline.split(b"\0"):
+                os.kill(pid, signal.SIGKILL)
 
     def restart(self) -> None:
         self.stop(signal.SIGKILL)

@@ -81,6 +81,7 @@ def test_scrapy_serve_runs_its_crawls_on_scrapyd(scrapyd, tmp_path):
         env = web.subprocess_env()
         env.pop("SCRAPY_SETTINGS_MODULE", None)
         service = Service(data_dir, env, SERVE_SCRAPYD_URL=scrapyd.url).start()
+        created = {}
         try:
             status, created = service.json("POST", "/crawls", {
                 "seeds": [web.url("127.0.0.1")],
@@ -89,6 +90,8 @@ def test_scrapy_serve_runs_its_crawls_on_scrapyd(scrapyd, tmp_path):
             crawl = service.wait_for(created["crawl_id"], ("finished", "failed", "stopped"))
             expected = web.reachable([web.url("127.0.0.1")])
         finally:
+            if "crawl_id" in created:  # a job that outlived a failure is not left to run on
+                service.json("POST", f"/crawls/{created['crawl_id']}/stop")
             service.stop()
     assert crawl["state"] == "finished" and crawl["backend"] == "scrapyd", crawl
     jobs = scrapyd.get("listjobs.json", project="crawler")

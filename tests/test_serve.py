@@ -52,6 +52,7 @@ def service(request, web, tmp_path_factory):
     running.backend = request.param
     yield running
     running.stop()
+    running.stop_crawls()
     if redis is not None:
         redis.stop()
 
@@ -206,6 +207,7 @@ def test_a_restarted_service_still_knows_its_crawls(web, tmp_path):
         assert crawl["stored"] == 12 == len(stored_pages(service.data_dir, "alive.test"))
     finally:
         service.stop()
+        service.stop_crawls()
 
 
 def test_binding_off_loopback_is_refused_without_a_token(tmp_path):
