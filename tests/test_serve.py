@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from urllib.parse import quote, urlsplit
@@ -26,6 +27,7 @@ SITES = [Site("a.test", pages=20, fanout=3), Site("stop.test", pages=40),
          Site("alive.test", pages=12), Site("dead.test", pages=40), Site("r.test", pages=15)]
 FAST = {"POLITENESS_MIN_DELAY": 0, "POLITENESS_DELAY_FACTOR": 0}
 SLOW = {"POLITENESS_MIN_DELAY": 0.5, "POLITENESS_DELAY_FACTOR": 0}
+BOUNDS = ("storage", "cpu", "network", "politeness", "idle")
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +45,8 @@ def service_env(web: TestWeb) -> dict[str, str]:
 @pytest.fixture(scope="module", params=["embedded", "redis"])
 def service(request, web, tmp_path_factory):
     """One service per backend for the module; its crawls resolve .test names to loopback."""
-    settings = {"TWISTED_DNS_RESOLVER": "testweb.LoopbackResolver"}
+    # Given to the crawls too: one verdict of what bounds them a second.
+    settings = {"TWISTED_DNS_RESOLVER": "testweb.LoopbackResolver", "LOGSTATS_INTERVAL": 1}
     redis = None
     if request.param == "redis":
         redis = RedisServer(tmp_path_factory.mktemp("redis")).start()
@@ -159,12 +162,27 @@ def test_other_bad_requests_get_clear_errors(service):
     assert service.json("GET", "/crawls/20990101-000000-abcdef/stop")[0] == 405
 
 
+def bound_of(service: Service, crawl_id: str, timeout: float = 20) -> dict:
+    """The crawl's first bound verdict, as the dashboard gets it."""
+    for _ in range(int(timeout / 0.2)):
+        status, activity = service.json("GET", f"/crawls/{crawl_id}/activity")
+        assert status == 200, activity
+        if activity["bound"]:
+            return activity["bound"]
+        time.sleep(0.2)
+    raise AssertionError(f"no bound verdict for {crawl_id} in {timeout} s")
+
+
 def test_stop_ends_a_crawl_cleanly_with_its_state_kept(service, web):
     if service.backend != "embedded":
         pytest.skip("one stop is enough: the backend only holds the counts")
     status, created = service.json("POST", "/crawls", {"seeds": [web.url("stop.test")], "settings": SLOW})
     assert status == 201, created
     service.wait_for(created["crawl_id"], ("running",), fetched=2)
+    assert bound_of(service, created["crawl_id"])["bound"] in BOUNDS
+    metrics = service.request("GET", "/metrics")[1].decode()
+    shown = re.findall(rf'crawler_bound{{bound="(\w+)",crawl_id="{created["crawl_id"]}"}} 1.0', metrics)
+    assert len(shown) == 1 and shown[0] in BOUNDS, metrics
     status, stopping = service.json("POST", f"/crawls/{created['crawl_id']}/stop")
     assert status == 200, stopping
     crawl = service.wait_for(created["crawl_id"], ("stopped", "finished", "failed"))

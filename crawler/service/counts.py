@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 # The integers GET /crawls/{id} reports, all present (0 before the frontier exists).
 COUNT_NAMES = ("fetched", "failed", "queued", "stored", "dead_letters", "leased", "waiting", "seen",
                "hosts_active")
+_BOUND = re.compile(r"\] INFO: Crawl bound: (\w+) \((.*)\)$", re.M)
 _LOG_PROBLEM = re.compile(r"^\S+ \S+ \[[^\]]+\] (ERROR|WARNING): (.*)$", re.M)
 
 
@@ -82,3 +83,10 @@ def histogram(fetch_seconds: dict[str, int]) -> tuple[list[tuple[str, int]], flo
 def recent_problems(log: str, limit: int = 10) -> list[str]:
     """The last ``limit`` ERROR and WARNING lines of a crawl's log."""
     return [f"{level}: {message}" for level, message in _LOG_PROBLEM.findall(log)][-limit:]
+
+
+def latest_bound(log: str) -> dict | None:
+    """The last verdict of what bounds the crawl (``crawler.extensions.bound`` logs one per
+    ``LOGSTATS_INTERVAL``), or None before the first."""
+    found = _BOUND.findall(log)
+    return {"bound": found[-1][0], "detail": found[-1][1]} if found else None

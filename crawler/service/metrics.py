@@ -26,9 +26,9 @@ _SERIES = (
 
 
 class CrawlCollector:
-    """Collects from ``crawls()``: (crawl id, state, counts) for each crawl."""
+    """Collects from ``crawls()``: (crawl id, state, counts, bound verdict or None) for each crawl."""
 
-    def __init__(self, crawls: Callable[[], list[tuple[str, str, dict]]]) -> None:
+    def __init__(self, crawls: Callable[[], list[tuple[str, str, dict, str | None]]]) -> None:
         self.crawls = crawls
 
     def collect(self) -> Iterator[Metric]:
@@ -36,23 +36,28 @@ class CrawlCollector:
         for name, doc, kind, key in _SERIES:
             family = (CounterMetricFamily if kind == "counter" else GaugeMetricFamily)(
                 name, doc, labels=["crawl_id"])
-            for crawl_id, _, counts in crawls:
+            for crawl_id, _, counts, _ in crawls:
                 family.add_metric([crawl_id], counts[key])
             yield family
         state = GaugeMetricFamily("crawler_crawl_state", "1 for the crawl's current state",
                                   labels=["crawl_id", "state"])
         latency = HistogramMetricFamily("crawler_fetch_seconds", "Fetch time, from request to response",
                                         labels=["crawl_id"])
-        for crawl_id, current, counts in crawls:
+        bound = GaugeMetricFamily("crawler_bound", "1 for what bounds a running crawl now (its last verdict)",
+                                  labels=["crawl_id", "bound"])
+        for crawl_id, current, counts, verdict in crawls:
             for name in STATES:
                 state.add_metric([crawl_id, name], float(name == current))
             buckets, total = histogram(counts["fetch_seconds"])
             latency.add_metric([crawl_id], buckets, total)
+            if verdict is not None:
+                bound.add_metric([crawl_id, verdict], 1.0)
         yield state
         yield latency
+        yield bound
 
 
-def metrics_text(crawls: Callable[[], list[tuple[str, str, dict]]]) -> bytes:
+def metrics_text(crawls: Callable[[], list[tuple[str, str, dict, str | None]]]) -> bytes:
     """The exposition text of the crawls' metrics."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(CrawlCollector(crawls))

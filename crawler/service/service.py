@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crawler.paths import data_path
-from crawler.service.counts import FrontierReader, recent_problems
+from crawler.service.counts import FrontierReader, latest_bound, recent_problems
 from crawler.service.registry import ENDED, Crawl, Registry
 from crawler.service.spec import parse_spec
 from crawler.store.files import open_store
@@ -110,17 +110,23 @@ class CrawlService:
 
     def activity(self, crawl_id: str) -> dict:
         """What the dashboard shows of a crawl beyond its counts: fetches over time, the
-        busiest hosts, recent errors."""
+        busiest hosts, what bounds it (its log's last verdict), recent errors."""
         crawl = self.crawl(crawl_id)
         samples = self.registry.samples(crawl_id, SAMPLES_SHOWN)
+        log = self.backend.log(crawl)
         return {"crawl_id": crawl_id,
                 "samples": [{"at": at, "fetched": fetched, "stored": stored}
                             for at, fetched, stored in samples],
                 "hosts": self.reader.host_queues(crawl_id),
-                "errors": recent_problems(self.backend.log(crawl))}
+                "bound": latest_bound(log), "errors": recent_problems(log)}
 
-    def metrics_rows(self) -> list[tuple[str, str, dict]]:
-        return [(c.crawl_id, c.state, self.counts(c)) for c in self.registry.all()]
+    def metrics_rows(self) -> list[tuple[str, str, dict, str | None]]:
+        """(crawl id, state, counts, bound verdict of a running crawl) of every crawl."""
+        rows = []
+        for crawl in self.registry.all():
+            bound = latest_bound(self.backend.log(crawl)) if crawl.state == "running" else None
+            rows.append((crawl.crawl_id, crawl.state, self.counts(crawl), bound and bound["bound"]))
+        return rows
 
     # ---------------------------------------------------------------- pages
 

@@ -81,6 +81,8 @@ function renderChart(samples) {
 
 function renderActivity(activity) {
   renderChart(activity.samples);
+  document.getElementById("bound").textContent = activity.bound
+    ? "bound by " + activity.bound.bound + ": " + activity.bound.detail : "bound: no verdict yet";
   const hosts = document.querySelector("#hosts tbody");
   hosts.replaceChildren();
   for (const host of activity.hosts) {
