@@ -17,9 +17,11 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 from redis_server import RedisServer
+from scrapy.settings import Settings
 from serve_service import Service
 from testweb import Site, TestWeb
 
+from crawler.commands.serve import forwarded_settings
 from crawler.store.files import LocalStore, iter_records
 from crawler.store.warc import read_page
 
@@ -248,3 +250,11 @@ def test_with_a_token_every_api_request_must_carry_it(web, tmp_path):
         assert service.request("GET", "/")[0] == 200  # the dashboard's shell: no data, token in its #fragment
     finally:
         service.stop()
+
+
+def test_crawls_get_the_services_command_line_settings_but_not_its_token_or_logging():
+    settings = Settings({"REDIS_URL": "redis://127.0.0.1:1/0"}, priority="project")
+    settings.setdict({"TWISTED_DNS_RESOLVER": "testweb.LoopbackResolver", "SERVE_TOKEN": "s3cret",
+                      "LOG_FILE": "serve.log", "DEPTH_LIMIT": 3}, priority="cmdline")
+    assert forwarded_settings(settings) == {"TWISTED_DNS_RESOLVER": "testweb.LoopbackResolver",
+                                            "DEPTH_LIMIT": "3"}

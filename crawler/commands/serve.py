@@ -38,10 +38,11 @@ def is_loopback(address: str) -> bool:
 
 def forwarded_settings(settings: BaseSettings) -> dict[str, str]:
     """The service's own ``-s`` settings that its crawls get too (``REDIS_URL``, a resolver),
-    except its own (``SERVE_*``: the token stays out of the crawls' command lines)."""
+    except its own (``SERVE_*``: the token stays out of the crawls' command lines) and
+    logging's (``--logfile``, ``--nolog``): the service reads each crawl's own log."""
     return {name: str(settings[name]) for name in settings
             if settings.getpriority(name) == SETTINGS_PRIORITIES["cmdline"]
-            and not name.startswith("SERVE_") and name not in ("CRAWL_ID", "DATA_DIR")}
+            and not name.startswith(("SERVE_", "LOG_")) and name not in ("CRAWL_ID", "DATA_DIR")}
 
 
 class Command(ScrapyCommand):

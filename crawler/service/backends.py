@@ -20,6 +20,7 @@ from pathlib import Path
 from scrapy.utils.project import inside_project
 
 from crawler.service.registry import Crawl
+from crawler.service.spec import BadRequest
 
 _CLOSED = re.compile(r"Spider closed \((\w+)\)")
 # No proxy: the service talks to its scrapyd directly.
@@ -33,7 +34,9 @@ def crawl_arguments(crawl: Crawl, seeds: str, data_dir: Path,
     spec = crawl.spec
     pairs = [("a", f"seeds={seeds}"), ("a", f"scope={spec['scope']}"),
              ("a", f"max_pages={spec['max_pages']}")]
-    settings = {**forwarded, **spec["settings"], "CRAWL_ID": crawl.crawl_id, "DATA_DIR": str(data_dir)}
+    # INFO at least: the service reads the crawl's end ("Spider closed") and bound from its log.
+    settings = {**forwarded, **spec["settings"], "CRAWL_ID": crawl.crawl_id, "DATA_DIR": str(data_dir),
+                "LOG_LEVEL": "INFO"}
     return pairs + [("s", f"{name}={value}") for name, value in settings.items()]
 
 
@@ -142,7 +145,7 @@ class ScrapydBackend:
     def start(self, crawl: Crawl) -> dict:
         """Schedule the job; it stays queued until scrapyd runs it."""
         if any("," in seed for seed in crawl.spec["seeds"]):
-            raise ValueError("scrapyd takes seeds as one comma-separated field: a seed with a comma "
+            raise BadRequest("scrapyd takes seeds as one comma-separated field: a seed with a comma "
                              "cannot go through it")
         fields = [("project", self.project), ("spider", "web"), ("jobid", crawl.crawl_id)]
         seeds = ",".join(crawl.spec["seeds"])

@@ -58,6 +58,7 @@ class CrawlService:
         self.normalize = UrlNormalizer.from_settings(settings)
         self._stores: dict[str, LocalStore | S3Store] = {}
         self._ended_counts: dict[str, dict] = {}  # counts of ended crawls do not change
+        self._starting: set[str] = set()
         self._stop = threading.Event()
         self._watcher = threading.Thread(target=self._watch, name="crawl-watcher", daemon=True)
 
@@ -66,14 +67,17 @@ class CrawlService:
     def start_crawl(self, body: bytes) -> Crawl:
         """Check the request (``BadRequest``) and start its crawl."""
         crawl = Crawl(new_crawl_id(), parse_spec(body, self.settings))
-        self.registry.add(crawl)
+        self._starting.add(crawl.crawl_id)  # the watcher leaves it alone until it has started
         try:
+            self.registry.add(crawl)
             values = self.backend.start(crawl)
+            self.registry.update(crawl.crawl_id, started_at=time.time(), **values)
         except (OSError, RuntimeError, ValueError) as error:
             self.registry.update(crawl.crawl_id, state="failed", error=f"could not start: {error}",
                                  finished_at=time.time())
             raise
-        self.registry.update(crawl.crawl_id, started_at=time.time(), **values)
+        finally:
+            self._starting.discard(crawl.crawl_id)
         logger.info("Crawl %s started (%s): %s", crawl.crawl_id, self.backend.name, crawl.spec["seeds"])
         return self.crawl(crawl.crawl_id)
 
@@ -174,6 +178,8 @@ class CrawlService:
 
     def _check_active(self) -> None:
         for crawl in self.registry.active():
+            if crawl.crawl_id in self._starting:
+                continue
             counts = self.reader.counts(crawl.crawl_id)
             last = self.registry.samples(crawl.crawl_id, 1)
             if not last or last[0][1:] != (counts["fetched"], counts["stored"]):
