@@ -9,8 +9,8 @@ setup(
     long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["crawler", "crawler.*"]),
-    # The Redis frontier's Lua scripts.
-    package_data={"crawler.frontier": ["lua/*.lua"]},
+    # The Redis frontier's Lua scripts and the service's dashboard.
+    package_data={"crawler.frontier": ["lua/*.lua"], "crawler.service": ["dashboard/*"]},
     python_requires=">=3.11",
     install_requires=[
         "scrapy>=2.19,<2.20",
@@ -34,6 +34,8 @@ setup(
         "resiliparse>=2.0.1,<3",
         # gzip of the stored records at ~10x zlib's speed, same format.
         "isal>=1.7,<2",
+        # scrapy serve's /metrics, in Prometheus's text format.
+        "prometheus-client>=0.20,<1",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "moto[server]>=5,<6",
@@ -57,6 +59,7 @@ setup(
             "forget = crawler.commands.forget:Command",
             "deadletters = crawler.commands.deadletters:Command",
             "plan = crawler.commands.plan:Command",
+            "serve = crawler.commands.serve:Command",
         ],
     },
 )

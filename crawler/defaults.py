@@ -106,7 +106,8 @@ CRAWL_CONTINUOUS = False
 BOUND_LAG = 0.05
 
 # --- Where data goes ------------------------------------------------------------
-# Absolute directory that relative FRONTIER_DIR, STORE_URI, STORE_SPOOL_DIR are under ("": the working dir).
+# Absolute directory that relative FRONTIER_DIR, STORE_URI, STORE_SPOOL_DIR, STORE_INDEX_DIR
+# are under ("": the working dir).
 DATA_DIR = ""
 
 # --- Page store --------------------------------------------------------------------
@@ -118,6 +119,8 @@ STORE_ROLL_BYTES = 100 * 1024 * 1024
 STORE_ROLL_SECONDS = 300.0
 # gzip level of WARC and metadata records, ISA-L's 0-3 (2: ~6x smaller, 0.1 ms a 50 KB page).
 STORE_GZIP_LEVEL = 2
+# The page index (URL fingerprint -> its record) for `GET /pages`, local for disk and S3 stores alike.
+STORE_INDEX_DIR = "crawl-index"
 # s3:// stores: files are written here first and leave once uploaded.
 STORE_SPOOL_DIR = "crawl-spool"
 # S3 requests that fail are retried this many times by botocore (standard mode, up to 20 s apart).
@@ -188,3 +191,18 @@ FRONTIER_WORKER_TIMEOUT = 15.0
 FRONTIER_COMMIT_INTERVAL = 0.5
 # SQLite page cache (KiB): the embedded frontier's memory beyond one record per host.
 FRONTIER_CACHE_KIB = 65536
+
+# --- The crawl service: scrapy serve ----------------------------------------------
+# Address and port the API and dashboard listen on (--bind, --port); off loopback, SERVE_TOKEN is required.
+SERVE_BIND = "127.0.0.1"
+SERVE_PORT = 6080
+# With it set, every API request needs "Authorization: Bearer <token>".
+SERVE_TOKEN = ""
+# Bodies of POST /crawls larger than this (bytes) are refused.
+SERVE_MAX_BODY_BYTES = 1024 * 1024
+# The service reads its crawls' state and counts this often (seconds): the dashboard's sampling rate.
+SERVE_POLL_INTERVAL = 1.0
+# Schedule crawls on this scrapyd (its schedule.json, listjobs.json) instead of child processes.
+SERVE_SCRAPYD_URL = ""
+# The scrapyd project the crawler is deployed as (scrapyd-deploy's, scrapy.cfg's [deploy] project).
+SERVE_SCRAPYD_PROJECT = "crawler"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import shutil
@@ -95,3 +96,19 @@ class Scrapyd:
         data = urllib.parse.urlencode(fields).encode()
         with _OPENER.open(self.url + endpoint, data=data, timeout=30) as response:
             return json.load(response)
+
+
+def deploy(scrapyd: Scrapyd, directory: Path) -> subprocess.CompletedProcess:
+    """``scrapyd-deploy`` in a copy of the project whose ``[deploy]`` url is this scrapyd."""
+    project = directory / "project"
+    shutil.copytree(REPO / "crawler", project / "crawler", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("setup.py", "README.md"):
+        shutil.copy(REPO / name, project / name)
+    config = configparser.ConfigParser()
+    config.read(REPO / "scrapy.cfg", encoding="utf-8")
+    config["deploy"]["url"] = scrapyd.url
+    with (project / "scrapy.cfg").open("w", encoding="utf-8") as f:
+        config.write(f)
+    executable = shutil.which("scrapyd-deploy", path=str(Path(sys.executable).parent)) or "scrapyd-deploy"
+    return subprocess.run([executable], cwd=project, env=clean_env(), capture_output=True, text=True,
+                          timeout=120, check=False)

@@ -9,6 +9,7 @@ from crawling import crawl_command
 from testweb import Site, TestWeb
 
 from crawler.extract.html import normalize_whitespace
+from crawler.store.index import PageIndex, read_metadata
 from crawler.store.warc import payload_digest, read_page, read_record
 
 
@@ -74,6 +75,12 @@ def test_records_and_files_read_back(crawl, tmp_path):
     depths = {r["url"]: r["depth"] for r in records}
     assert depths[web.url("a.test")] == 0
     assert not any("/hidden/" in url or "/missing/" in url for url in depths)
+    index = PageIndex(tmp_path / "crawl-index")  # relative to the crawl's working directory
+    for record in records:
+        root, location = index.find(record["url"])
+        assert root == str(result.store.root.resolve())
+        assert read_metadata(result.store, location) == record
+    assert index.find(web.url("a.test", "/hidden/")) is None
 
 
 def test_max_pages_caps_the_crawl(crawl, tmp_path):

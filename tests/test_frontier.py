@@ -8,8 +8,8 @@ import pytest
 import redis
 from redis_server import RedisServer
 
-from crawler.frontier.api import Claim, Entry, Fetch
-from crawler.frontier.embedded import EmbeddedFrontier
+from crawler.frontier.api import Claim, Entry, Fetch, fetch_seconds_counts
+from crawler.frontier.embedded import EmbeddedFrontier, read_counts
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
 from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, open_redis_frontier
 from crawler.urls.keys import url_fingerprint
@@ -493,3 +493,24 @@ def test_a_sharded_frontier_claims_and_acks_in_batches_across_its_shards(redis_u
     assert f.fetched_many([Fetch(c.fp, c.token, 0.0, 0.01, 200) for c in claims]) == [1.0] * 8
     assert f.ack_many([(c.fp, c.token) for c in reversed(claims)]) == [True] * 8
     assert not f.has_pending() and f.done_count() == 8
+
+
+def test_embedded_counters_are_summed_over_runs_in_the_state_file(tmp_path):
+    path = tmp_path / "frontier.sqlite"
+    for run in range(2):
+        f = EmbeddedFrontier(path, policy=POLICY)
+        f.add([entry(f"http://a.test/{run}")])
+        c = claim(f, 100.0 * run)
+        f.fetched(c.fp, c.token, 100.0 * run, 0.1, 200)
+        f.count("stored")
+        f.ack(c.fp, c.token)
+        f.close()
+    counts = read_counts(path)
+    assert (counts["fetched"], counts["stored"], counts["done"]) == (2, 2, 2)
+
+
+def test_fetch_seconds_counts_put_each_fetch_in_one_bucket():
+    fetches = [Fetch(1, 1, 0.0, seconds, 200) for seconds in (0.01, 0.05, 0.3, 0.3, 60.0)]
+    assert fetch_seconds_counts(fetches) == {
+        "fetch_seconds/0.05": 2, "fetch_seconds/0.5": 2, "fetch_seconds/inf": 1,
+        "fetch_seconds/sum_ms": 60660}

@@ -17,6 +17,7 @@ from moto.server import ThreadedMotoServer
 from testweb import Site, TestWeb
 
 from crawler.store.files import iter_records
+from crawler.store.index import PageIndex, read_metadata
 from crawler.store.s3 import S3Store
 from crawler.store.warc import payload_digest, read_page, read_record
 
@@ -97,13 +98,17 @@ def make_bucket(endpoint: str, name: str) -> None:
     s3_client(endpoint).create_bucket(Bucket=name)
 
 
-def check_store(store: S3Store, expected: set[str]) -> None:
+def check_store(store: S3Store, expected: set[str], index: PageIndex) -> None:
+    """Every expected page is in S3, readable, and found through the page index."""
     records = list(iter_records(store))
     assert {r["url"] for r in records} == expected
     for record in records:
         html, text = read_page(store, record)
         assert text and record["payload_digest"] == payload_digest(html)
         assert read_record(store, record["warc"]).rec_type == "response"
+        root, location = index.find(record["url"])
+        assert root == store.root
+        assert read_metadata(store, location) == record
 
 
 def test_pages_are_written_to_s3_and_read_back_with_ranged_reads(crawl, tmp_path, moto):
@@ -119,7 +124,7 @@ def test_pages_are_written_to_s3_and_read_back_with_ranged_reads(crawl, tmp_path
     assert not any(p.is_file() for p in (tmp_path / "spool").rglob("*"))  # all left the spool
     store = S3Store("s3://pages/crawl-1", s3_client(moto), tmp_path / "reader-spool")
     assert all(name.startswith("warc/") for name in store.list("warc"))
-    check_store(store, expected)
+    check_store(store, expected, PageIndex(tmp_path / "crawl-index"))
 
 
 def test_failing_uploads_are_retried_and_lose_nothing(crawl, tmp_path, moto):
@@ -139,7 +144,8 @@ def test_failing_uploads_are_retried_and_lose_nothing(crawl, tmp_path, moto):
     assert proxy.failed == 3
     assert result.stats["store/s3_retries"] == 3 and "retried (attempt 2 of 9)" in result.log
     assert result.stats["store/upload_failures"] == 0
-    check_store(S3Store("s3://flaky/c", s3_client(moto), tmp_path / "reader-spool"), expected)
+    check_store(S3Store("s3://flaky/c", s3_client(moto), tmp_path / "reader-spool"), expected,
+                PageIndex(tmp_path / "crawl-index"))
 
 
 def test_a_file_whose_upload_gives_up_stays_spooled_and_is_uploaded_next_time(tmp_path, moto):

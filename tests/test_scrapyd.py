@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import configparser
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
-from scrapyd_server import REPO, Scrapyd, clean_env
+from scrapyd_server import REPO, Scrapyd, clean_env, deploy
+from serve_service import Service
 from testweb import Site, TestWeb
 
 from crawler.store.files import LocalStore, iter_records
@@ -26,22 +24,6 @@ def scrapyd(tmp_path):
         yield server.start()
     finally:
         server.stop()
-
-
-def deploy(scrapyd: Scrapyd, directory: Path) -> subprocess.CompletedProcess:
-    """``scrapyd-deploy`` in a copy of the project whose ``[deploy]`` url is this scrapyd."""
-    project = directory / "project"
-    shutil.copytree(REPO / "crawler", project / "crawler", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("setup.py", "README.md"):
-        shutil.copy(REPO / name, project / name)
-    config = configparser.ConfigParser()
-    config.read(REPO / "scrapy.cfg", encoding="utf-8")
-    config["deploy"]["url"] = scrapyd.url
-    with (project / "scrapy.cfg").open("w", encoding="utf-8") as f:
-        config.write(f)
-    executable = shutil.which("scrapyd-deploy", path=str(Path(sys.executable).parent)) or "scrapyd-deploy"
-    return subprocess.run([executable], cwd=project, env=clean_env(), capture_output=True, text=True,
-                          timeout=120, check=False)
 
 
 def wait_finished(scrapyd: Scrapyd, job: str, timeout: float = 90) -> dict:
@@ -89,3 +71,30 @@ def test_scrapyd_runs_web_spider_and_stores_pages_under_data_dir(scrapyd, tmp_pa
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert page.returncode == 0, page.stderr
     assert json.loads(page.stdout)["url"] == seed
+
+
+def test_scrapy_serve_runs_its_crawls_on_scrapyd(scrapyd, tmp_path):
+    deployed = deploy(scrapyd, tmp_path)
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    data_dir = tmp_path / "serve"
+    with TestWeb([Site("127.0.0.1", pages=15)]) as web:
+        env = web.subprocess_env()
+        env.pop("SCRAPY_SETTINGS_MODULE", None)
+        service = Service(data_dir, env, SERVE_SCRAPYD_URL=scrapyd.url).start()
+        created = {}
+        try:
+            status, created = service.json("POST", "/crawls", {
+                "seeds": [web.url("127.0.0.1")],
+                "settings": {"POLITENESS_MIN_DELAY": 0, "POLITENESS_DELAY_FACTOR": 0}})
+            assert status == 201 and created["state"] in ("queued", "running"), created
+            crawl = service.wait_for(created["crawl_id"], ("finished", "failed", "stopped"))
+            expected = web.reachable([web.url("127.0.0.1")])
+        finally:
+            if "crawl_id" in created:  # a job that outlived a failure is not left to run on
+                service.json("POST", f"/crawls/{created['crawl_id']}/stop")
+            service.stop()
+    assert crawl["state"] == "finished" and crawl["backend"] == "scrapyd", crawl
+    jobs = scrapyd.get("listjobs.json", project="crawler")
+    assert [job["id"] for job in jobs["finished"]] == [created["crawl_id"]]  # the crawl id is the job id
+    stored = Counter(record["url"] for record in iter_records(LocalStore(data_dir / "crawl-data")))
+    assert set(stored) == expected and crawl["stored"] == crawl["fetched"] == len(stored) == 15

@@ -49,6 +49,26 @@ class Fetch:
     retry_after: float | None = None
 
 
+# Upper bounds (seconds) of the fetch-time histogram kept as frontier counters
+# ``fetch_seconds/<bound>`` (and ``fetch_seconds/inf``), read by the service's /metrics.
+FETCH_SECONDS_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+def fetch_seconds_counts(fetches: Iterable[Fetch]) -> dict[str, int]:
+    """The histogram counters to add for ``fetches``: one bucket each (not cumulative),
+    plus ``fetch_seconds/sum_ms``."""
+    counts: dict[str, int] = {}
+    total = 0.0
+    for fetch in fetches:
+        bound = next((b for b in FETCH_SECONDS_BUCKETS if fetch.fetch_seconds <= b), None)
+        key = f"fetch_seconds/{'inf' if bound is None else bound}"
+        counts[key] = counts.get(key, 0) + 1
+        total += fetch.fetch_seconds
+    if counts:
+        counts["fetch_seconds/sum_ms"] = round(total * 1000)
+    return counts
+
+
 @dataclass
 class Revisit:
     """A URL done for now: fetch it again at ``due`` as ``request`` (which carries its

@@ -56,6 +56,8 @@ CREATE TABLE IF NOT EXISTS revisits (fp INTEGER PRIMARY KEY, due REAL NOT NULL, 
 CREATE INDEX IF NOT EXISTS revisits_due ON revisits (due);
 CREATE TABLE IF NOT EXISTS dead_letters (fp INTEGER PRIMARY KEY, error TEXT NOT NULL, at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS demoted (host_id INTEGER PRIMARY KEY, pages INTEGER NOT NULL);
+-- Counters summed over every run (fetched, failed, stored, ...): read by crawlstats and the service.
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
 
 
@@ -145,7 +147,8 @@ class EmbeddedFrontier:
         self._leases: dict[int, _Lease] = {}
         self._tokens = itertools.count(1)
         self.queued = 0
-        self.counters: dict[str, int] = {}
+        self.counters: dict[str, int] = {}  # this run's
+        self._unsaved: dict[str, int] = {}  # added since the last commit
         self._seq = self.db.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0]
         self.waiting = self.db.execute("SELECT count(*) FROM waiting").fetchone()[0]
         self.revisits = self.db.execute("SELECT count(*) FROM revisits").fetchone()[0]
@@ -273,8 +276,10 @@ class EmbeddedFrontier:
         return moved
 
     def count(self, key: str, n: int = 1) -> None:
-        """Add to a counter (reported in stats as ``frontier/<key>``)."""
+        """Add to a counter (reported in stats as ``frontier/<key>``; summed over runs in
+        the state file at the next commit)."""
         self.counters[key] = self.counters.get(key, 0) + n
+        self._unsaved[key] = self._unsaved.get(key, 0) + n
 
     # ---------------------------------------------------------------- contract
 
@@ -599,10 +604,14 @@ class EmbeddedFrontier:
         return str(self.db_path.parent)
 
     def commit(self) -> None:
+        if self._unsaved:
+            self.db.executemany("INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) "
+                                "DO UPDATE SET value = value + excluded.value", self._unsaved.items())
+            self._unsaved = {}
         self.db.commit()
 
     def close(self) -> None:
-        self.db.commit()
+        self.commit()
         self.db.close()
         if self._lock is not None:
             self._lock.close()  # releases the lock
@@ -612,10 +621,12 @@ class EmbeddedFrontier:
 def read_counts(path: str | Path) -> dict[str, int]:
     """Counts of an embedded frontier's state file, read-only, while its crawl runs or
     after: URLs seen, queued, leased (in flight, or left by a run that died) and done,
-    and hosts known and with URLs queued. Counters kept in memory (dropped/*) are in
-    the crawl's own stats, not here."""
+    and hosts known and with URLs queued; and the counters summed over its runs
+    (fetched, failed, stored, dropped/*, fetch_seconds/*) as of the last commit."""
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
+        counters = dict(db.execute("SELECT name, value FROM counters").fetchall()) if db.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'counters'").fetchone() else {}
         by_state = dict(db.execute("SELECT state, count(*) FROM urls GROUP BY state").fetchall())
         hosts = db.execute("SELECT count(*) FROM hosts").fetchone()[0]
         active = db.execute("SELECT count(DISTINCT host_id) FROM urls WHERE state = ?",
@@ -623,6 +634,7 @@ def read_counts(path: str | Path) -> dict[str, int]:
     finally:
         db.close()
     return {
+        **counters,
         "seen": sum(by_state.values()),
         "queued": by_state.get(QUEUED, 0),
         "leased": by_state.get(LEASED, 0),
@@ -633,3 +645,14 @@ def read_counts(path: str | Path) -> dict[str, int]:
         "hosts": hosts,
         "hosts/active": active,
     }
+
+
+def read_host_queues(path: str | Path, limit: int) -> list[tuple[str, int]]:
+    """The ``limit`` hosts with the most URLs queued, with how many, read-only."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return db.execute("SELECT h.name, count(*) AS n FROM urls u JOIN hosts h ON h.id = u.host_id "
+                          "WHERE u.state = ? GROUP BY u.host_id ORDER BY n DESC, h.name LIMIT ?",
+                          (QUEUED, limit)).fetchall()
+    finally:
+        db.close()

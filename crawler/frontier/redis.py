@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -378,6 +379,20 @@ class RedisFrontier:
         """Add to a crawl-wide counter (readable while the crawl runs: ``scrapy crawlstats``)."""
         self.redis.hincrby(self.prefix + "counters", key, n)
 
+    def host_queues(self, limit: int, scan_keys: int = 10_000) -> list[tuple[str, int]]:
+        """The ``limit`` hosts with the most URLs queued (a scan of at most ``scan_keys``
+        queue keys: a view for the dashboard, not a count)."""
+        pattern = self.prefix.replace("{", "\\{").replace("}", "\\}") + "q:*"
+        keys = list(itertools.islice(self.redis.scan_iter(match=pattern, count=1000), scan_keys))
+        pipe = self.redis.pipeline(transaction=False)
+        for key in keys:
+            pipe.llen(key)
+        sizes: dict[str, int] = {}
+        for key, n in zip(keys, pipe.execute(), strict=True):
+            host = key.decode()[len(self.prefix) + 2:].rsplit(":", 1)[0]
+            sizes[host] = sizes.get(host, 0) + n
+        return sorted(sizes.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
     def forget(self) -> int:
         """Delete every key of this crawl; returns how many."""
         deleted = 0
@@ -637,6 +652,10 @@ class ShardedRedisFrontier:
 
     def count(self, key: str, n: int = 1) -> None:
         self.shards[0].count(key, n)
+
+    def host_queues(self, limit: int) -> list[tuple[str, int]]:
+        merged = [item for shard in self.shards for item in shard.host_queues(limit)]
+        return sorted(merged, key=lambda item: (-item[1], item[0]))[:limit]
 
     def forget(self) -> int:
         return sum(shard.forget() for shard in self.shards)

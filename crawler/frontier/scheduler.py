@@ -17,7 +17,7 @@ from twisted.internet.task import LoopingCall
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.frontier.api import Claim, Entry, Frontier, Revisit
+from crawler.frontier.api import Claim, Entry, Fetch, Frontier, Revisit, fetch_seconds_counts
 from crawler.frontier.codec import (
     ATTEMPTS_META,
     LEASE_META,
@@ -103,7 +103,7 @@ class FrontierScheduler(BaseScheduler):
         self.revisit_timer = EarliestCall(self._promote_due_revisits)
         self.outbox = Outbox(frontier, crawler.stats.inc_value, self.waker.in_seconds)
         self.leases = LeaseBook()
-        self.fetches = FetchReports(lambda ended: self._write("fetched_many", ended))
+        self.fetches = FetchReports(self._fetches_ended)
         self.fetches.connect(crawler.signals)
         self.keys = PolitenessKeys(lambda name, key: self._write("set_politeness_key", name, key),
                                    lambda: self.waker.in_seconds(0))
@@ -479,6 +479,12 @@ class FrontierScheduler(BaseScheduler):
 
     def _host_demoted(self, host: str, margin: int) -> None:
         self._write("demote", host, margin)
+
+    def _fetches_ended(self, ended: list[Fetch]) -> None:
+        """Each ended fetch sets its host's next allowed time; its time goes in the histogram."""
+        self._write("fetched_many", ended)
+        for key, n in fetch_seconds_counts(ended).items():
+            self._write("count", key, n)
 
     def _host_unavailable(self, host: str, until: float) -> bool:
         """Hold the host's URLs until ``until``; True: its requests may come back to us."""

@@ -6,6 +6,7 @@ import json
 import logging
 import time
 from http import HTTPStatus
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import scrapy
@@ -16,7 +17,8 @@ from crawler.frontier.revisit import NOT_MODIFIED, UNCHANGED
 from crawler.items import Page
 from crawler.paths import data_path
 from crawler.stages import StageClock
-from crawler.store.files import LocalStore, SegmentWriter, open_store, segment_name
+from crawler.store.files import LocalStore, Location, SegmentWriter, open_store, segment_name
+from crawler.store.index import PageIndex
 from crawler.store.warc import (
     IDENTICAL_PROFILE,
     NEAR_TEXT_PROFILE,
@@ -82,18 +84,23 @@ class PageStorePipeline:
     gzip member. ``meta/<segment>.jsonl.gz``: one JSON record per page with where its
     records are (file, offset, length). Files roll at ``STORE_ROLL_BYTES`` or
     ``STORE_ROLL_SECONDS``; with an ``s3://`` store each complete file is uploaded.
-    Compressed by ISA-L at ``STORE_GZIP_LEVEL``.
+    Compressed by ISA-L at ``STORE_GZIP_LEVEL``. Each page's URL is indexed in
+    ``STORE_INDEX_DIR`` (``crawler.store.index``) once its files are safe: at once on a
+    local disk, after the upload of both with S3.
     Stats: ``store/pages``, ``store/duplicates``, ``store/html_bytes``,
     ``store/warc_bytes``.
     """
 
     def __init__(self, store: LocalStore | S3Store, stats: StatsCollector, roll_bytes: int,
                  roll_seconds: float = 0, signals: SignalManager | None = None,
-                 gzip_level: int = defaults.STORE_GZIP_LEVEL) -> None:
+                 gzip_level: int = defaults.STORE_GZIP_LEVEL, index: PageIndex | None = None) -> None:
         self.store = store
-        if signals is not None and store.remote:
-            store.on_uploaded = lambda name: signals.send_catch_log(
-                crawler_signals.store_file_uploaded, name=name)
+        self.index = index
+        self.root = str(store.root if store.remote else Path(store.root).resolve())
+        # S3: index rows waiting for the upload of their files (names still to upload, row).
+        self._unindexed: list[tuple[set[str], tuple[str, str, Location]]] = []
+        if store.remote:
+            store.on_uploaded = lambda name: self._uploaded(name, signals)
         self.stats = stats
         self.clock = StageClock(stats)
         self.roll_bytes = roll_bytes
@@ -112,9 +119,22 @@ class PageStorePipeline:
             settings.getfloat("STORE_ROLL_SECONDS", defaults.STORE_ROLL_SECONDS),
             crawler.signals,
             settings.getint("STORE_GZIP_LEVEL", defaults.STORE_GZIP_LEVEL),
+            PageIndex(data_path(settings, "STORE_INDEX_DIR")),
         )
         crawler.signals.connect(pipeline.page_captured, signal=crawler_signals.page_captured)
         return pipeline
+
+    def _uploaded(self, name: str, signals: SignalManager | None) -> None:
+        """A store file is in S3: index the pages whose files all are, then tell the others."""
+        ready, waiting = [], []
+        for files, row in self._unindexed:
+            files.discard(name)
+            (waiting if files else ready).append((files, row))
+        self._unindexed = waiting
+        if ready and self.index is not None:
+            self.index.add(row for _, row in ready)
+        if signals is not None:
+            signals.send_catch_log(crawler_signals.store_file_uploaded, name=name)
 
     def page_captured(self, page: Page, response: Response) -> None:
         """A page captured from another spider's response is stored like a yielded one."""
@@ -134,6 +154,8 @@ class PageStorePipeline:
         self._warc.close()
         self._meta.close()
         await self.store.wait()
+        if self.index is not None:
+            self.index.close()
         for key, value in self.store.counts().items():
             self.stats.set_value(f"store/{key}", value)
 
@@ -184,5 +206,11 @@ class PageStorePipeline:
                 (item.last_visit or {}).get("digest") if item.revisit == NOT_MODIFIED else digest)
         line = json.dumps(item.stored, ensure_ascii=False, separators=(",", ":")) + "\n"
         meta = self._meta.append(line.encode("utf-8"))
+        # An unchanged revisit stays out of the index: the version it points to holds the body.
+        row = None if item.revisit in (NOT_MODIFIED, UNCHANGED) else (item.url, self.root, meta)
         if self.store.remote:
             item.awaiting_upload = sorted({item.stored["warc"]["file"], meta.file})
+            if row is not None:
+                self._unindexed.append((set(item.awaiting_upload), row))
+        elif self.index is not None and row is not None:
+            self.index.add([row])
