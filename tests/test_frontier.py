@@ -11,7 +11,8 @@ from redis_server import RedisServer
 from crawler.frontier.api import Claim, Entry, Fetch, fetch_seconds_counts
 from crawler.frontier.embedded import EmbeddedFrontier, read_counts
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
-from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, open_redis_frontier
+from crawler.frontier.redis import RedisFrontier
+from crawler.frontier.sharded import ShardedRedisFrontier, open_redis_frontier
 from crawler.urls.keys import url_fingerprint
 
 POLICY = PolitenessPolicy(min_delay=1.0, delay_factor=10.0, max_delay=30.0, backoff_max=3600.0)
@@ -429,7 +430,7 @@ def test_fewer_priority_levels_on_resume_keep_every_url(tmp_path):
 
 
 def test_consistent_hashing_spreads_hosts_and_moves_few_when_a_shard_is_added():
-    from crawler.frontier.redis import ShardedRedisFrontier
+    from crawler.frontier.sharded import ShardedRedisFrontier
 
     def ring(n: int) -> ShardedRedisFrontier:  # clients that never connect: only the ring is used
         return ShardedRedisFrontier([RedisFrontier(redis.Redis(port=1), "x") for _ in range(n)])

@@ -9,7 +9,8 @@ from scrapy.exceptions import UsageError
 
 from crawler.frontier.connection import redis_clients, uses_redis
 from crawler.frontier.embedded import EmbeddedFrontier
-from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier, open_redis_frontier
+from crawler.frontier.redis import RedisFrontier
+from crawler.frontier.sharded import ShardedRedisFrontier, open_redis_frontier
 from crawler.paths import embedded_frontier_path
 
 if TYPE_CHECKING:

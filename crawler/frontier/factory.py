@@ -9,7 +9,7 @@ from crawler.frontier.api import Frontier
 from crawler.frontier.connection import redis_clients, uses_redis
 from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
-from crawler.frontier.redis import open_redis_frontier
+from crawler.frontier.sharded import open_redis_frontier
 from crawler.paths import embedded_frontier_path
 
 if TYPE_CHECKING:

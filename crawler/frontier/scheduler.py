@@ -35,8 +35,9 @@ from crawler.frontier.hostkeys import PolitenessKeys
 from crawler.frontier.leases import LeaseBook
 from crawler.frontier.outbox import Outbox
 from crawler.frontier.policy import PriorityLevels, RetryPolicy, is_unreachable
-from crawler.frontier.redis import RedisFrontier, ShardedRedisFrontier
+from crawler.frontier.redis import RedisFrontier
 from crawler.frontier.revisit import RevisitPolicy, lastmod_time
+from crawler.frontier.sharded import ShardedRedisFrontier
 from crawler.frontier.timers import EarliestCall
 from crawler.items import Page
 

@@ -1,0 +1,274 @@
+"""One crawl's Redis frontier split over several Redis servers (``REDIS_URL`` lists them)."""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from collections.abc import Iterable
+
+from redis import Redis
+
+from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
+from crawler.frontier.redis import RedisFrontier, default_worker_id
+
+
+class ShardedRedisFrontier:
+    """One crawl's frontier split over several Redis servers by consistent hashing of
+    the host: a host's queues, politeness state, leases and its URLs' seen entries all
+    live on its shard, so no step spans two servers and adding a server moves only
+    about 1/N of the hosts. (Per-IP politeness holds within a shard.)
+
+    Claims take the shards in turn: hosts come earliest-allowed first within a shard,
+    not across shards (that would cost a round trip to every shard per claim).
+
+    The shard is part of each lease token (``token * shards + shard``), so the calls
+    that take a lease find their server without a lookup.
+    """
+
+    VNODES = 64  # points per server on the ring: an even spread of hosts
+
+    def __init__(self, shards: list[RedisFrontier]) -> None:
+        if not shards:
+            raise ValueError("no Redis shards")
+        self.shards = shards
+        self.policy = shards[0].policy
+        self.lease_seconds = shards[0].lease_seconds
+        ring = sorted(
+            (int.from_bytes(hashlib.blake2b(f"{i}:{v}".encode(), digest_size=8).digest(), "big"), i)
+            for i in range(len(shards)) for v in range(self.VNODES)
+        )
+        self._points = [point for point, _ in ring]
+        self._owners = [owner for _, owner in ring]
+        self._turn = 0
+
+    def shard_of(self, host: str) -> int:
+        point = int.from_bytes(hashlib.blake2b(host.encode(), digest_size=8).digest(), "big")
+        index = bisect.bisect(self._points, point) % len(self._points)
+        return self._owners[index]
+
+    def _by_token(self, token: int) -> tuple[RedisFrontier, int]:
+        return self.shards[token % len(self.shards)], token // len(self.shards)
+
+    @property
+    def new_hosts(self) -> list[str]:
+        return [host for shard in self.shards for host in shard.new_hosts]
+
+    @new_hosts.setter
+    def new_hosts(self, value: list[str]) -> None:
+        for shard in self.shards:
+            shard.new_hosts = list(value)
+
+    def add(self, entries: Iterable[Entry], force: bool = False) -> list[bool]:
+        entries = list(entries)
+        results: list[bool] = [False] * len(entries)
+        groups: dict[int, list[int]] = {}
+        for position, entry in enumerate(entries):
+            groups.setdefault(self.shard_of(entry.host), []).append(position)
+        for shard, positions in groups.items():
+            added = self.shards[shard].add([entries[p] for p in positions], force)
+            for position, flag in zip(positions, added, strict=True):
+                results[position] = flag
+        return results
+
+    def next(self, now: float) -> Claim | float | None:
+        """A claim from the shards in turn; else the shortest wait among them."""
+        wait = None
+        count = len(self.shards)
+        self._turn = (self._turn + 1) % count
+        for step in range(count):
+            index = (self._turn + step) % count
+            result = self.shards[index].next(now)
+            if isinstance(result, Claim):
+                result.token = result.token * count + index
+                return result
+            if result is not None:
+                wait = result if wait is None else min(wait, result)
+        return wait
+
+    def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
+                retry_after: float | None = None) -> float | None:
+        shard, local = self._by_token(token)
+        return shard.fetched(fp, local, now, fetch_seconds, status, retry_after)
+
+    def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
+        claims: list[Claim] = []
+        wait = None
+        count = len(self.shards)
+        self._turn = (self._turn + 1) % count
+        for step in range(count):
+            index = (self._turn + step) % count
+            got, shard_wait = self.shards[index].claim_many(now, limit - len(claims))
+            for claim in got:
+                claim.token = claim.token * count + index
+            claims += got
+            if shard_wait is not None:
+                wait = shard_wait if wait is None else min(wait, shard_wait)
+            if len(claims) == limit:
+                return claims, None
+        return claims, wait
+
+    def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
+        return [self.fetched(f.fp, f.token, f.now, f.fetch_seconds, f.status, f.retry_after)
+                for f in fetches]
+
+    def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
+        """One ack script per shard, for all of its leases."""
+        by_shard: dict[int, list[int]] = {}
+        for position, (_, token) in enumerate(leases):
+            by_shard.setdefault(token % len(self.shards), []).append(position)
+        results = [False] * len(leases)
+        for index, positions in by_shard.items():
+            local = [(leases[p][0], leases[p][1] // len(self.shards)) for p in positions]
+            for position, ok in zip(positions, self.shards[index].ack_many(local), strict=True):
+                results[position] = ok
+        return results
+
+    def ack(self, fp: int, token: int) -> bool:
+        shard, local = self._by_token(token)
+        return shard.ack(fp, local)
+
+    def requeue(self, fp: int, token: int, request: str) -> bool:
+        shard, local = self._by_token(token)
+        return shard.requeue(fp, local, request)
+
+    def renew(self, fp: int, token: int, expires: float) -> None:
+        shard, local = self._by_token(token)
+        shard.renew(fp, local, expires)
+
+    def reap(self, now: float) -> int:
+        return sum(shard.reap(now) for shard in self.shards)
+
+    def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
+        return [dead for shard in self.shards for dead in shard.heartbeat(now)]
+
+    def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
+        shard, local = self._by_token(token)
+        return shard.retry_later(fp, local, request, due)
+
+    def due_retries(self, now: float) -> int:
+        return sum(shard.due_retries(now) for shard in self.shards)
+
+    def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
+        """One revisit script per shard, for all of its leases."""
+        count = len(self.shards)
+        by_shard: dict[int, list[int]] = {}
+        for position, r in enumerate(revisits):
+            by_shard.setdefault(r.token % count, []).append(position)
+        results = [False] * len(revisits)
+        for index, positions in by_shard.items():
+            local = [Revisit(revisits[p].fp, revisits[p].token // count, revisits[p].request,
+                             revisits[p].due, revisits[p].fetched_at) for p in positions]
+            for position, ok in zip(positions, self.shards[index].revisit_many(local), strict=True):
+                results[position] = ok
+        return results
+
+    def due_revisits(self, now: float, limit: int = 10_000) -> int:
+        queued = 0
+        for shard in self.shards:
+            if queued < limit:
+                queued += shard.due_revisits(now, limit - queued)
+        return queued
+
+    def revisit_at(self, fp: int, host: str) -> tuple[float, float] | None:
+        return self.shards[self.shard_of(host)].revisit_at(fp, host)
+
+    def hasten_revisit(self, fp: int, host: str, due: float) -> bool:
+        return self.shards[self.shard_of(host)].hasten_revisit(fp, host, due)
+
+    def next_revisit(self) -> float | None:
+        times = [t for t in (shard.next_revisit() for shard in self.shards) if t is not None]
+        return min(times) if times else None
+
+    @property
+    def revisits(self) -> int:
+        return sum(shard.revisits for shard in self.shards)
+
+    def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
+        shard, local = self._by_token(token)
+        return shard.dead_letter(fp, local, request, error, now)
+
+    def dead_letters(self) -> list[DeadLetter]:
+        return sorted((d for shard in self.shards for d in shard.dead_letters()), key=lambda d: d.at)
+
+    def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
+        return self.shards[self.shard_of(letter.host)].requeue_dead(letter, request)
+
+    def dead_letter_host(self, name: str, error: str, now: float) -> int:
+        return self.shards[self.shard_of(name)].dead_letter_host(name, error, now)
+
+    def host_queued(self, name: str) -> int:
+        return self.shards[self.shard_of(name)].host_queued(name)
+
+    @property
+    def waiting(self) -> int:
+        return sum(shard.waiting for shard in self.shards)
+
+    def set_politeness_key(self, name: str, key: str) -> None:
+        self.shards[self.shard_of(name)].set_politeness_key(name, key)
+
+    def defer(self, name: str, until: float) -> bool:
+        return self.shards[self.shard_of(name)].defer(name, until)
+
+    def set_crawl_delay(self, name: str, delay: float) -> None:
+        self.shards[self.shard_of(name)].set_crawl_delay(name, delay)
+
+    def demote(self, name: str, margin: int) -> int:
+        return self.shards[self.shard_of(name)].demote(name, margin)
+
+    @property
+    def counters(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for shard in self.shards:
+            for key, value in shard.counters.items():
+                total[key] = total.get(key, 0) + value
+        return total
+
+    @property
+    def queued(self) -> int:
+        return sum(shard.queued for shard in self.shards)
+
+    @property
+    def leased(self) -> int:
+        return sum(shard.leased for shard in self.shards)
+
+    def has_pending(self) -> bool:
+        return any(shard.has_pending() for shard in self.shards)
+
+    def done_count(self) -> int:
+        return sum(shard.done_count() for shard in self.shards)
+
+    def gauges(self, now: float) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for shard in self.shards:
+            for key, value in shard.gauges(now).items():
+                total[key] = total.get(key, 0) + value
+        return total
+
+    def count(self, key: str, n: int = 1) -> None:
+        self.shards[0].count(key, n)
+
+    def host_queues(self, limit: int) -> list[tuple[str, int]]:
+        merged = [item for shard in self.shards for item in shard.host_queues(limit)]
+        return sorted(merged, key=lambda item: (-item[1], item[0]))[:limit]
+
+    def forget(self) -> int:
+        return sum(shard.forget() for shard in self.shards)
+
+    def commit(self) -> None:
+        """Every step is already in Redis."""
+
+    def close(self) -> None:
+        for shard in self.shards:
+            shard.close()
+
+    def describe(self) -> str:
+        return f"Redis, {len(self.shards)} shards, keys {self.shards[0].prefix}*"
+
+
+def open_redis_frontier(clients: list[Redis], crawl_id: str,
+                        **options: object) -> RedisFrontier | ShardedRedisFrontier:
+    """The frontier on ``clients``: one Redis, or several shards (every worker must list
+    the same ones in the same order; see :func:`crawler.frontier.connection.redis_clients`)."""
+    options.setdefault("worker_id", default_worker_id())  # one id on every shard
+    shards = [RedisFrontier(client, crawl_id, **options) for client in clients]
+    return shards[0] if len(shards) == 1 else ShardedRedisFrontier(shards)
