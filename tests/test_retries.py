@@ -114,8 +114,8 @@ def test_hosts_that_refuse_stall_or_do_not_exist_are_held_whole_then_dead_letter
             (tmp_path / "seeds.txt").write_text("\n".join(seeds) + "\n")
             started = time.monotonic()
             result = crawl(web, tmp_path, f"seeds={tmp_path / 'seeds.txt'}", CRAWL_ID="down",
-                           FRONTIER_RETRY_DELAYS="2,4", DOWNLOAD_TIMEOUT=1, ROBOTSTXT_RETRY_TIMES=1,
-                           ROBOTSTXT_RETRY_DELAY=0.5, NETWORK_ALLOW="127.0.0.0/8")
+                           FRONTIER_RETRY_DELAYS="2,4", DOWNLOAD_TIMEOUT=1, ROBOTSTXT_OBEY=False,
+                           NETWORK_ALLOW="127.0.0.0/8")
             took = time.monotonic() - started
             letters = [json.loads(line) for line in deadletters(web, tmp_path, "down").stdout.splitlines()]
     finally:

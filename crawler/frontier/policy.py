@@ -138,8 +138,9 @@ class PriorityLevels:
 
 #: Failures that say the host gave no answer at all: it is held as a whole, one probe per
 #: delay of the retry chain, and given up (its URLs dead letters) after the last.
-UNREACHABLE_FAILURES = ("ConnectionRefusedError", "TCPTimedOutError", "TimeoutError", "ConnectError",
-                        "DNSLookupError", "robots.txt unreachable")
+UNREACHABLE_FAILURES = ("DownloadConnectionRefusedError", "DownloadTimeoutError", "CannotResolveHostError",
+                        "ConnectionRefusedError", "TCPTimedOutError", "TimeoutError", "ConnectError",
+                        "DNSLookupError")
 
 
 def is_unreachable(reason: str) -> bool:

@@ -399,11 +399,12 @@ class FrontierScheduler(BaseScheduler):
             self.crawler.stats.inc_value("frontier/dead_letters")
             logger.warning("Giving up %s after %d attempts (%s): a dead letter (scrapy deadletters %s)",
                            request.url, attempts, reason, self.crawl_id)
-            dead = is_unreachable(reason) and self._write("dead_letter_host", host, reason, now, default=0)
-            if dead:
+            if is_unreachable(reason) and self._unanswered.get(host, 0) > len(self.retry.delays):
+                dead = self._write("dead_letter_host", host, reason, now, default=0)
                 self.crawler.stats.inc_value("frontier/dead_letters", dead)
-                logger.warning("Host %s never answered through the retry chain (%s): its %d queued URLs "
-                               "are dead letters too", host, reason, dead)
+                if self._unanswered[host] == len(self.retry.delays) + 1:  # said once per host
+                    logger.warning("Host %s never answered through the retry chain (%s): given up, its "
+                                   "%d queued URLs are dead letters too", host, reason, dead)
             return
         self._write("retry_later", fp, token, data, now + delay)
         call_later(delay, self._promote_due_retries)
@@ -416,8 +417,7 @@ class FrontierScheduler(BaseScheduler):
         failures = self._unanswered[host] = self._unanswered.get(host, 0) + 1
         hold = self.retry.delay_after(failures)
         if hold is None:
-            self._unanswered.pop(host)
-            return None
+            return None  # given up until it answers: its later failures are dead letters at once
         self._write("defer", host, now + hold)
         self.crawler.stats.inc_value("frontier/hosts_held")
         if hold >= 60:

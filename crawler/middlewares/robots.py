@@ -23,7 +23,6 @@ from twisted.internet.defer import Deferred
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.frontier.codec import mark_failed
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
 from crawler.robots.cache import RobotsCachePolicy, RobotsEntry, RobotsLru, SharedRobotsCache
@@ -164,17 +163,13 @@ class RobotsMiddleware:
                 if any(result is True for _, result in results):
                     return request.replace(dont_filter=True)
             return None
-        if entry.rules.kind == "disallow_all" and entry.failures:
-            if entry.failures < self.retry_times:
-                results = self.crawler.signals.send_catch_log(
-                    crawler_signals.host_unavailable, host=parts.hostname, until=entry.expires
-                )
-                if any(result is True for _, result in results):
-                    self.stats.inc_value("robotstxt/deferred")
-                    return request.replace(dont_filter=True)
-            # Given up for now: a frontier holds the host through its retry chain, then
-            # dead-letters its URLs; another scheduler just drops the request.
-            mark_failed(request, f"robots.txt unreachable ({entry.status_class})")
+        if entry.rules.kind == "disallow_all" and entry.failures < self.retry_times:
+            results = self.crawler.signals.send_catch_log(
+                crawler_signals.host_unavailable, host=parts.hostname, until=entry.expires
+            )
+            if any(result is True for _, result in results):
+                self.stats.inc_value("robotstxt/deferred")
+                return request.replace(dont_filter=True)
         self.stats.inc_value("robotstxt/forbidden")
         self.stats.inc_value(f"robotstxt/forbidden/{entry.status_class}")
         raise IgnoreRequest(f"Forbidden by robots.txt ({entry.status_class}): {request.url}")
@@ -225,8 +220,7 @@ class RobotsMiddleware:
             if entry.failures < self.retry_times:
                 then = f"next attempt in {entry.expires - self.clock():.0f} s"
             else:
-                then = (f"after {entry.failures} failed attempt(s) its requests go to the frontier's "
-                        "retry chain (or are dropped)")
+                then = f"its requests are dropped after {entry.failures} failed attempt(s)"
             logger.warning("robots.txt of %s unreachable (%s, attempt %d of %d): host disallowed, %s",
                            origin, error, entry.failures, max(1, self.retry_times), then)
             return
