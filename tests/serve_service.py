@@ -30,7 +30,9 @@ class Service:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.command = [sys.executable, "-m", "scrapy", "serve", "--port", str(self.port),
-                        "-s", f"DATA_DIR={data_dir}", "-s", "SERVE_POLL_INTERVAL=0.2"]
+                        "-s", f"DATA_DIR={data_dir}", "-s", "SERVE_POLL_INTERVAL=0.2",
+                        # As the crawl harness: no soft-404 probe, so fetched counts are the pages.
+                        "-s", "TRAP_SOFT_404_PROBE=False"]
         for name, value in settings.items():
             self.command += ["-s", f"{name}={value}"]
         self.output = data_dir / "service.out"
