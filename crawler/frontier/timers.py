@@ -18,10 +18,6 @@ class EarliestCall:
         self._call: Any = None
         self._at = 0.0
 
-    @property
-    def pending(self) -> bool:
-        return self._call is not None
-
     def in_seconds(self, seconds: float) -> None:
         seconds = max(0.0, seconds)
         at = time.monotonic() + seconds
