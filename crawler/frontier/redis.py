@@ -269,8 +269,10 @@ class RedisFrontier:
 
     def revisit_at(self, fp: int, host: str) -> tuple[float, float] | None:
         key = self._fp(fp).hex()
-        due = self.redis.zscore(self.prefix + "revisits", key)
-        fetched = self.redis.hget(self.prefix + f"retry:{key}", "fetched")
+        pipe = self.redis.pipeline(transaction=False)  # one round trip for both
+        pipe.zscore(self.prefix + "revisits", key)
+        pipe.hget(self.prefix + f"retry:{key}", "fetched")
+        due, fetched = pipe.execute()
         return None if due is None or fetched is None else (float(due), float(fetched))
 
     def hasten_revisit(self, fp: int, host: str, due: float) -> bool:

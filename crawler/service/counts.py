@@ -53,7 +53,7 @@ class FrontierReader:
         """The counts of ``COUNT_NAMES`` and the fetch-time histogram's raw counters."""
         raw = self.raw(crawl_id)
         counts = {name: int(raw.get(name, 0)) for name in COUNT_NAMES}
-        counts["hosts_active"] = int(raw.get("hosts/active", raw.get("hosts/ready", 0)))
+        counts["hosts_active"] = int(raw.get("hosts/active", 0))  # every backend's gauge
         counts["fetch_seconds"] = {key.split("/", 1)[1]: value for key, value in raw.items()
                                    if key.startswith("fetch_seconds/")}
         return counts

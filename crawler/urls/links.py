@@ -109,7 +109,7 @@ class LinkFollower:
 
     def mark_seen(self, url: str) -> None:
         """Remember a normalised URL scheduled elsewhere (a seed), so links to it are skipped."""
-        self._fingerprints.add(fingerprint(url))
+        self.claim(url)
 
     def claim(self, url: str) -> bool:
         """Remember normalised ``url`` as handled; False if it already was."""
