@@ -1,7 +1,7 @@
 """Freshness of revisit policies on a simulated web under one fetch budget (issue 13, Measure).
 
-Run from the repo root: ``python bench/freshness.py`` (10,000 pages, 60 days, ~16 s;
-``--quick`` for 3,000 pages in a few seconds). No network: a simulated clock, seeded.
+Run from the repo root: ``python bench/freshness.py`` (10,000 pages, 60 days, ~85 s;
+``--quick`` for 3,000 pages in ~25 s). No network: a simulated clock, seeded.
 
 **The web.** Each page changes as a Poisson process (Brewington and Cybenko 2000 found
 the time between changes of a page exponential), at a mean change interval drawn from
@@ -20,13 +20,16 @@ least one change event since the last fetch (the crawler's text hash, here a ver
 number passed as the hash, judged by the policy's own ``outcome()``).
 
 **The policies.** *fixed*: every page at one interval (a round robin). *plain*:
-``RevisitPolicy.visit`` with weight 1 and no stretch (halve on change, double when
-not). *ours*: the same with ``importance(depth)`` and the ``HotShare`` stretch (cap
-``--hot-share``, default ``REVISIT_HOT_SHARE``). *optimal*: Cho and Garcia-Molina's
-allocation for known rates ("Synchronizing a database to improve freshness", SIGMOD
-2000), see :func:`optimal_rates`. Every copy is current at t=0 (a first crawl spread
-over one interval before it), so each policy's first revisits spread over its first
-interval.
+``RevisitPolicy.visit`` with weight 1, no stretch and halve/double at every visit
+(seed 000's rule alone). *ours*: ``RevisitPolicy.visit`` as the crawler runs it, with
+``importance(depth)``, the ``HotShare`` stretch (cap ``--hot-share``, default
+``REVISIT_HOT_SHARE``) and, after ``--evidence`` gaps, the gap chosen from the page's
+evidence at ``--waste-cost`` (defaults ``REVISIT_EVIDENCE``, ``REVISIT_WASTE_COST``).
+*ours, rates known* (``--known-rates``): that chooser told each page's true rate.
+*optimal*: Cho and Garcia-Molina's allocation for known rates ("Synchronizing a
+database to improve freshness", SIGMOD 2000), see :func:`optimal_rates`. Every copy
+is current at t=0 (a first crawl spread over one interval before it), so each policy's
+first revisits spread over its first interval.
 
 **One budget.** ``B = pages * days / --budget-days`` revisits (default: a weekly
 visit per page, the policy's start interval). The fixed interval is ``days * pages /
@@ -54,6 +57,7 @@ import numpy as np
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
 
 from crawler import defaults  # noqa: E402
+from crawler.frontier.change_rate import Evidence  # noqa: E402
 from crawler.frontier.revisit import HotShare, RevisitPolicy, importance  # noqa: E402
 
 HOUR, DAY = 3600.0, 86400.0
@@ -221,8 +225,9 @@ class Adaptive:
     with ``weighted``, importance by depth; with ``hot_share``, the HotShare stretch."""
 
     def __init__(self, web: Web, scale: float, weighted: bool, hot_share: float | None,
-                 shape: tuple[float, float, float] = SHIPPED) -> None:
-        self.policy = RevisitPolicy(*(seconds * scale for seconds in shape))
+                 shape: tuple[float, float, float] = SHIPPED, waste_cost: float = 0.0,
+                 evidence: int = 10**9) -> None:
+        self.policy = RevisitPolicy(*(seconds * scale for seconds in shape), waste_cost, evidence)
         self.weights = [importance(d) if weighted else 1.0 for d in web.depths]
         self.hot = HotShare(hot_share) if hot_share is not None else None
         self.phase = np.random.default_rng(web.seed + 3).uniform(size=len(web)).tolist()
@@ -244,12 +249,31 @@ class Adaptive:
         return self.states[i].next_visit
 
 
-def calibrated(web: Web, budget: int, tolerance: float = 0.002, **adaptive) -> tuple[float, Result]:
-    """(scale, result) of the :class:`Adaptive` policy (``adaptive``: its arguments) whose
-    intervals, times ``scale``, spend ``budget`` fetches within ``tolerance``: bisection
-    on log(scale), at most 30 runs."""
+class KnownRates(Adaptive):
+    """Ours' gap chooser told each page's true change rate (as the evidence of 10,000 gaps
+    of a tenth of the minimum interval): ours without the cost of learning the rates."""
+
+    def __init__(self, web: Web, scale: float, **adaptive) -> None:
+        super().__init__(web, scale, **adaptive)
+        step = self.policy.min_interval / 10
+        seen = [round(10_000 * -math.expm1(-rate * step)) for rate in web.rates]
+        self.gaps = [self.policy.chooser.gap(Evidence(n, n * step, (10_000 - n) * step), weight)
+                     for n, weight in zip(seen, self.weights, strict=True)]
+
+    def start(self, i: int) -> float:
+        return self.phase[i] * self.gaps[i]
+
+    def fetched(self, i: int, t: float, version: int) -> float:
+        return t + self.gaps[i]
+
+
+def calibrated(web: Web, budget: int, tolerance: float = 0.002, policy: type = Adaptive,
+               **adaptive) -> tuple[float, Result]:
+    """(scale, result) of ``policy`` (``adaptive``: its arguments) whose intervals, times
+    ``scale``, spend ``budget`` fetches within ``tolerance``: bisection on log(scale), at
+    most 30 runs."""
     def run(scale: float) -> Result:
-        return simulate(web, Adaptive(web, scale, **adaptive))
+        return simulate(web, policy(web, scale, **adaptive))
 
     first = run(1.0)
     guess = first.fetches / budget  # fetches fall roughly as 1/scale
@@ -270,20 +294,29 @@ def calibrated(web: Web, budget: int, tolerance: float = 0.002, **adaptive) -> t
 
 
 def compare(web: Web, budget: int, hot_share: float = defaults.REVISIT_HOT_SHARE, weighted: bool = True,
-            shape: tuple[float, float, float] = SHIPPED) -> dict:
+            shape: tuple[float, float, float] = SHIPPED, waste_cost: float = defaults.REVISIT_WASTE_COST,
+            evidence: int = defaults.REVISIT_EVIDENCE, known_rates: bool = False) -> dict:
     """Every policy on one web and budget: name -> (Result, note). ``hot_share``,
-    ``weighted`` and ``shape`` are ours (plain keeps the shipped shape)."""
+    ``weighted``, ``shape``, ``waste_cost`` and ``evidence`` are ours (plain keeps the
+    shipped shape); ``known_rates`` adds :class:`KnownRates` with ours' arguments."""
     fixed = Fixed(web, budget)
     optimal = Optimal(web, budget)
     plain_scale, plain = calibrated(web, budget, weighted=False, hot_share=None)
-    ours_scale, ours = calibrated(web, budget, weighted=weighted, hot_share=hot_share, shape=shape)
+    ours_scale, ours = calibrated(web, budget, weighted=weighted, hot_share=hot_share, shape=shape,
+                                  waste_cost=waste_cost, evidence=evidence)
     days = "/".join(f"{seconds * ours_scale / DAY:.2f}" for seconds in shape)
     theory = expected_freshness(np.array(web.rates), optimal.freqs)
+    known = {}
+    if known_rates:
+        known_scale, known_result = calibrated(web, budget, policy=KnownRates, weighted=weighted,
+                                               hot_share=None, shape=shape, waste_cost=waste_cost)
+        known = {"ours, rates known": (known_result, f"shipped intervals x{known_scale:.3f}")}
     return {
         "fixed interval": (simulate(web, fixed), f"every {fixed.interval / DAY:.2f} d"),
         "plain halve/double": (plain, f"shipped intervals x{plain_scale:.3f}"),
         "ours": (ours, f"start/min/max {days} d, hot share {hot_share:g}"
                        + ("" if weighted else ", no importance")),
+        **known,
         "optimal (known rates)": (simulate(web, optimal), f"{theory:.4f} in theory"),
     }
 
@@ -319,9 +352,15 @@ def main() -> None:
                         help=f"ours' HotShare cap (default REVISIT_HOT_SHARE = {defaults.REVISIT_HOT_SHARE})")
     parser.add_argument("--shape", default="7,1,30", help="ours: start,min,max interval in days before "
                         "calibration scales them (default 7,1,30: the shipped defaults)")
+    parser.add_argument("--waste-cost", type=float, default=defaults.REVISIT_WASTE_COST,
+                        help=f"ours' REVISIT_WASTE_COST (default {defaults.REVISIT_WASTE_COST:g})")
+    parser.add_argument("--evidence", type=int, default=defaults.REVISIT_EVIDENCE,
+                        help=f"ours' REVISIT_EVIDENCE (default {defaults.REVISIT_EVIDENCE})")
     parser.add_argument("--no-importance", action="store_true", help="ours without the depth weight")
+    parser.add_argument("--known-rates", action="store_true",
+                        help="add ours' gap chooser told each page's true rate: the cost of learning")
     parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--quick", action="store_true", help="3,000 pages: a few seconds")
+    parser.add_argument("--quick", action="store_true", help="3,000 pages: ~25 s")
     args = parser.parse_args()
     pages = 3_000 if args.quick else args.pages
     began = time.perf_counter()
@@ -330,7 +369,8 @@ def main() -> None:
     print(f"{pages:,} pages, {args.days:g} days, budget {budget:,} revisits (one per page per "
           f"{args.budget_days:g} days), {sum(map(len, web.changes)):,} change events, seed {args.seed}\n")
     shape = tuple(float(days) * DAY for days in args.shape.split(","))
-    print("\n".join(report(compare(web, budget, args.hot_share, not args.no_importance, shape))))
+    print("\n".join(report(compare(web, budget, args.hot_share, not args.no_importance, shape,
+                                    args.waste_cost, args.evidence, args.known_rates))))
     print(f"\n({time.perf_counter() - began:.1f} s)")
 
 

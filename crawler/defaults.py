@@ -87,7 +87,8 @@ SIMHASH_MAX_DISTANCE = 3
 SIMHASH_MIN_WORDS = 20
 
 # --- Freshness (seed 000): revisit intervals, seconds -----------------------------
-# A page is first revisited after this long; halved when it changed, doubled when not...
+# A page is first revisited after this long; halved when it changed, doubled when not
+# (seed 000)...
 REVISIT_INTERVAL = 7 * 86400.0
 # ...but never sooner than this...
 REVISIT_MIN_INTERVAL = 86400.0
@@ -97,6 +98,15 @@ REVISIT_MAX_INTERVAL = 30 * 86400.0
 # stretched past it): Cho and Garcia-Molina show the pages that change fastest are the
 # worst use of fetches, and a crawl must keep most of its rate for discovery.
 REVISIT_HOT_SHARE = 0.2
+# From a page's second revisit on, its interval is the gap worth most given how often its
+# visits found it changed (crawler/frontier/change_rate.py) rather than halved or
+# doubled: this many gaps between visits come first...
+REVISIT_EVIDENCE = 2
+# ...and a fetch that finds no change counts this many times dearer than one that does.
+# 0 is Cho and Garcia-Molina's freshness optimum, which wastes about as many fetches as
+# a fixed interval; 5 keeps freshness above a fixed interval's on the simulated web of
+# bench/freshness.py while cutting the waste (docs/freshness.md).
+REVISIT_WASTE_COST = 5.0
 # Keep going when nothing is queued: sleep until the next revisit falls due (ends on
 # CLOSESPIDER_TIMEOUT, Ctrl-C or a stop from outside). Off: one pass, as `scrapy crawl`.
 CRAWL_CONTINUOUS = False

@@ -25,13 +25,13 @@ def test_freshness_is_the_time_the_stored_copy_was_current():
 def tiny():
     web = bench.make_web(300, 10, seed=7)
     budget = round(300 * 10 / 2)  # a visit per page every 2 days
-    return web, budget, bench.compare(web, budget)
+    return web, budget, bench.compare(web, budget, known_rates=True)
 
 
 def test_every_policy_spends_the_same_budget(tiny):
     _, budget, results = tiny
     assert results["fixed interval"][0].fetches == budget
-    for name in ("plain halve/double", "ours"):
+    for name in ("plain halve/double", "ours", "ours, rates known"):
         assert results[name][0].fetches == pytest.approx(budget, rel=0.01), name
     assert results["optimal (known rates)"][0].fetches == pytest.approx(budget, rel=0.05)
 
@@ -50,3 +50,8 @@ def test_the_optimal_rates_meet_the_budget_and_skip_pages_not_worth_a_fetch():
     assert freqs.sum() == pytest.approx(2e-6, rel=1e-6)
     assert freqs[0] == 0.0 and freqs[-1] == 0.0  # never changes; changes too fast to keep
     assert bench.expected_freshness(rates, freqs) > bench.expected_freshness(rates, np.full(5, 2e-6 / 5))
+
+
+def test_told_the_rates_the_chooser_is_fresher_than_while_it_learns_them(tiny):
+    _, _, results = tiny
+    assert results["ours, rates known"][0].freshness > results["ours"][0].freshness

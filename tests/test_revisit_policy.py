@@ -15,7 +15,9 @@ from crawler.frontier.revisit import (
 )
 
 DAY = 86400.0
-POLICY = RevisitPolicy(7 * DAY, DAY, 30 * DAY)
+# Halve/double at every visit: evidence past any test's visits keeps the rate estimate off
+# (tests/test_change_rate.py covers it).
+POLICY = RevisitPolicy(7 * DAY, DAY, 30 * DAY, evidence=10**6)
 
 
 def first(now=0.0, sha="a", etag='"e1"', lm=None):

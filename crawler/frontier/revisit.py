@@ -1,13 +1,17 @@
 """When to fetch a page again (seeds 000 and 003): pure code, no I/O.
 
 Per URL the crawl keeps a :class:`RevisitState`: its revisit interval, the hash of its
-last text, its validators (ETag, Last-Modified) and when it was last fetched. After
-each visit the interval halves when the page changed and doubles when it did not (a
-304, or a 200 with the same text hash: a rotating ad in the markup is no change),
-bounded to [min, max]. The next visit is ``now + interval / importance``, never sooner
-than the minimum interval, and stretched while the hottest pages take more than their
-share of the fetches (:class:`HotShare`).
-"""
+last text, its validators (ETag, Last-Modified), when it was last fetched and what its
+visits showed (how many found a change, and after how long). While a page has fewer than
+``evidence`` gaps between visits its interval halves when it changed and doubles when it
+did not (a 304, or a 200 with the same text hash: a rotating ad in the markup is no
+change), bounded to [min, max]; the next visit is ``now + interval / importance``, never
+sooner than the minimum interval. From then on the gap is the one
+:class:`~crawler.frontier.change_rate.GapChooser` finds worth most for the page's
+evidence and importance: halving and doubling settles every page where half its visits
+find a change, which spends the most fetches on the pages that change too fast to keep
+fresh (docs/freshness.md measures both). Hot pages are stretched while they take more
+than their share of the fetches (:class:`HotShare`)."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 from crawler import defaults
+from crawler.frontier.change_rate import Evidence, GapChooser
 
 NOT_MODIFIED, UNCHANGED, CHANGED, FIRST = "not_modified", "unchanged", "changed", "first"
 
@@ -33,6 +38,10 @@ class RevisitState:
     next_visit: float
     visits: int = 1
     changes: int = 0
+    # Seconds between visits, summed over the gaps that ended in a change and in none:
+    # the evidence the revisit gap is chosen from (crawler/frontier/change_rate.py).
+    changed_time: float = 0.0
+    unchanged_time: float = 0.0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -85,24 +94,46 @@ def lastmod_time(value: str | None) -> float | None:
 @dataclass(frozen=True)
 class RevisitPolicy:
     """Intervals in seconds: start at ``interval``, kept within [``min_interval``,
-    ``max_interval``] (defaults 7 days, 1 day, 30 days)."""
+    ``max_interval``] (defaults 7 days, 1 day, 30 days). Until a page has ``evidence``
+    gaps between visits its interval halves on a change and doubles when unchanged;
+    from then on it is the gap :class:`GapChooser` picks from those gaps, with a fetch's
+    cost set so that a page known to change once per ``interval`` is revisited once per
+    ``interval``, and a fetch that finds no change costing ``waste_cost`` times more."""
 
     interval: float = defaults.REVISIT_INTERVAL
     min_interval: float = defaults.REVISIT_MIN_INTERVAL
     max_interval: float = defaults.REVISIT_MAX_INTERVAL
+    waste_cost: float = defaults.REVISIT_WASTE_COST
+    evidence: int = defaults.REVISIT_EVIDENCE
 
     def __post_init__(self) -> None:
         if not 0 < self.min_interval <= self.interval <= self.max_interval:
             raise ValueError(
                 "revisit intervals must satisfy 0 < REVISIT_MIN_INTERVAL <= REVISIT_INTERVAL <= "
                 f"REVISIT_MAX_INTERVAL, not {self.min_interval}, {self.interval}, {self.max_interval}")
+        if self.waste_cost < 0:
+            raise ValueError(f"REVISIT_WASTE_COST must be >= 0, not {self.waste_cost}")
+        if self.evidence < 1:
+            raise ValueError(f"REVISIT_EVIDENCE must be >= 1, not {self.evidence}")
+        chooser = GapChooser(self.min_interval, self.max_interval, self.fetch_cost, self.waste_cost)
+        object.__setattr__(self, "chooser", chooser)  # frozen: its tables are built once
+
+    @property
+    def fetch_cost(self) -> float:
+        """Seconds of freshness a fetch costs, u: for a known rate l the best gap g solves
+        (1 + x) e^-x = (1 - u l) / (1 + u l c), x = l g; x = 1 at l = 1 / ``interval``."""
+        a = (1 - 2 / math.e) / (1 + 2 * self.waste_cost / math.e)
+        return a * self.interval
 
     def next_interval(self, previous: RevisitState | None, result: str) -> float:
         """Halved on a change, doubled when unchanged, bounded; the start for a first visit."""
         if previous is None or result == FIRST:
             return self.interval
         grown = previous.interval / 2 if result == CHANGED else previous.interval * 2
-        return min(self.max_interval, max(self.min_interval, grown))
+        return self._bounded(grown)
+
+    def _bounded(self, interval: float) -> float:
+        return min(self.max_interval, max(self.min_interval, interval))
 
     def is_hot(self, interval: float) -> bool:
         """The page is revisited as often as the policy allows."""
@@ -111,21 +142,32 @@ class RevisitPolicy:
     def visit(self, previous: RevisitState | None, now: float, status: int, sha: str | None,
               etag: str | None, last_modified: str | None, weight: float = 1.0,
               stretch: float = 1.0) -> tuple[str, RevisitState]:
-        """(outcome, new state) of a visit at ``now``. ``weight``: :func:`importance`;
+        """(outcome, new state) of a visit at ``now``. ``weight``: :func:`importance`, a
+        page's freshness is worth that much more (its fetches cost that much less);
         ``stretch``: :meth:`HotShare.stretch` for a hot page. A 304 keeps the stored hash
         and validators the server did not resend."""
         result = outcome(previous, status, sha)
-        interval = self.next_interval(previous, result)
-        wait = max(self.min_interval, interval / max(weight, 1e-9))
-        if self.is_hot(interval):
+        weight = max(weight, 1e-9)
+        state = RevisitState(self.next_interval(previous, result), sha, etag, last_modified, now, now)
+        if previous is not None:
+            gap = max(0.0, now - previous.fetched_at)
+            changed = result == CHANGED
+            state.visits, state.changes = previous.visits + 1, previous.changes + changed
+            state.changed_time = previous.changed_time + gap * changed
+            state.unchanged_time = previous.unchanged_time + gap * (not changed)
+            if result == NOT_MODIFIED:
+                state.sha = previous.sha
+                state.etag = etag or previous.etag
+                state.last_modified = last_modified or previous.last_modified
+        if state.visits - 1 >= self.evidence:
+            seen = Evidence(state.changes, state.changed_time, state.unchanged_time)
+            state.interval = wait = self.chooser.gap(seen, weight)
+        else:
+            wait = max(self.min_interval, state.interval / weight)
+        if self.is_hot(state.interval):
             wait *= max(1.0, stretch)
-        if result == NOT_MODIFIED and previous is not None:
-            sha = previous.sha
-            etag = etag or previous.etag
-            last_modified = last_modified or previous.last_modified
-        visits = previous.visits + 1 if previous else 1
-        changes = (previous.changes if previous else 0) + (result == CHANGED)
-        return result, RevisitState(interval, sha, etag, last_modified, now, now + wait, visits, changes)
+        state.next_visit = now + wait
+        return result, state
 
     @staticmethod
     def due_by_lastmod(state_fetched_at: float, lastmod: float | None) -> bool:

@@ -27,7 +27,8 @@ class RevisitPipeline:
 
     Runs after the content hashes (``ContentSeenMiddleware`` or ``ContentHashPipeline``)
     and before the store. Settings: ``REVISIT_INTERVAL``, ``REVISIT_MIN_INTERVAL``,
-    ``REVISIT_MAX_INTERVAL``, ``REVISIT_HOT_SHARE``. Stats: ``revisit/changed``,
+    ``REVISIT_MAX_INTERVAL``, ``REVISIT_WASTE_COST``, ``REVISIT_EVIDENCE``,
+    ``REVISIT_HOT_SHARE``. Stats: ``revisit/changed``,
     ``revisit/unchanged``, ``revisit/not_modified``.
     """
 
@@ -42,7 +43,9 @@ class RevisitPipeline:
         pipeline = cls(
             RevisitPolicy(s.getfloat("REVISIT_INTERVAL", defaults.REVISIT_INTERVAL),
                           s.getfloat("REVISIT_MIN_INTERVAL", defaults.REVISIT_MIN_INTERVAL),
-                          s.getfloat("REVISIT_MAX_INTERVAL", defaults.REVISIT_MAX_INTERVAL)),
+                          s.getfloat("REVISIT_MAX_INTERVAL", defaults.REVISIT_MAX_INTERVAL),
+                          s.getfloat("REVISIT_WASTE_COST", defaults.REVISIT_WASTE_COST),
+                          s.getint("REVISIT_EVIDENCE", defaults.REVISIT_EVIDENCE)),
             HotShare(s.getfloat("REVISIT_HOT_SHARE", defaults.REVISIT_HOT_SHARE)),
             crawler.stats,
         )

@@ -22,7 +22,8 @@ ALLOWED_SETTINGS: dict[str, str] = {
     "HOST_PAGE_BUDGET": "int", "DEPTH_LIMIT": "int", "URLLENGTH_LIMIT": "int", "TRAP_SEGMENT_REPEATS": "int",
     "SITEMAP_FOLLOW": "bool", "FRONTIER_RETRY_DELAYS": "numbers",
     "REVISIT_INTERVAL": "number", "REVISIT_MIN_INTERVAL": "number", "REVISIT_MAX_INTERVAL": "number",
-    "REVISIT_HOT_SHARE": "number", "CRAWL_CONTINUOUS": "bool",
+    "REVISIT_WASTE_COST": "number", "REVISIT_EVIDENCE": "int", "REVISIT_HOT_SHARE": "number",
+    "CRAWL_CONTINUOUS": "bool",
     "CLOSESPIDER_TIMEOUT": "number", "CLOSESPIDER_ITEMCOUNT": "int", "CLOSESPIDER_PAGECOUNT": "int",
     "CLOSESPIDER_ERRORCOUNT": "int",
 }

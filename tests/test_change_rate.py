@@ -1,0 +1,85 @@
+"""The revisit gap chosen from what a page's visits showed: pure functions, no I/O."""
+
+import math
+
+import pytest
+
+from crawler.frontier.change_rate import Evidence, GapChooser
+from crawler.frontier.revisit import CHANGED, RevisitPolicy
+
+DAY = 86400.0
+
+
+def seen_at_rate(rate: float, gap: float = DAY / 2, gaps: int = 10_000) -> Evidence:
+    """What ``gaps`` visits ``gap`` apart show of a page changing at ``rate`` on average."""
+    changed = round(gaps * -math.expm1(-rate * gap))
+    return Evidence(changed, changed * gap, (gaps - changed) * gap)
+
+
+@pytest.mark.parametrize("waste_cost", [0.0, 2.0, 5.0, 8.0])
+def test_a_page_known_to_change_once_per_interval_is_revisited_once_per_interval(waste_cost):
+    policy = RevisitPolicy(7 * DAY, DAY, 30 * DAY, waste_cost=waste_cost)
+    gap = policy.chooser.gap(seen_at_rate(1 / (7 * DAY)))
+    assert 7 * DAY / 1.25 <= gap <= 7 * DAY * 1.25
+
+
+def test_slower_pages_wait_longer_up_to_the_longest_gap():
+    chooser = RevisitPolicy(7 * DAY, DAY, 30 * DAY).chooser
+    gaps = [chooser.gap(seen_at_rate(1 / (days * DAY))) for days in (3, 7, 14, 60)]
+    assert gaps == sorted(gaps) and gaps[0] < gaps[-1]
+    assert chooser.gap(Evidence(0, 0.0, 90 * DAY)) == 30 * DAY  # never changed in 90 days
+
+
+def test_a_page_that_changes_at_every_visit_however_soon_gets_the_longest_gap():
+    """No visit keeps it fresh: fetches are worth more on pages they can keep current."""
+    chooser = RevisitPolicy(7 * DAY, DAY, 30 * DAY, waste_cost=0.0).chooser
+    assert chooser.gap(Evidence(50, 50 * DAY, 0.0)) == 30 * DAY
+    assert chooser.gap(seen_at_rate(10 / DAY)) == 30 * DAY
+
+
+def test_a_more_important_page_is_revisited_sooner_and_every_gap_is_within_the_bounds():
+    chooser = GapChooser(DAY, 30 * DAY, fetch_cost=0.2 * DAY, waste_cost=4.0)
+    seen = seen_at_rate(1 / (7 * DAY))
+    gaps = [chooser.gap(seen, weight) for weight in (0.5, 1.0, 2.0, 4.0)]
+    assert gaps == sorted(gaps, reverse=True) and gaps[0] > gaps[-1]
+    for evidence in (seen, Evidence(0, 0.0, 0.0), Evidence(3, 1.0, 0.0), Evidence(0, 0.0, 1e12)):
+        for weight in (1e-9, 1.0, 1e9):
+            assert DAY <= chooser.gap(evidence, weight) <= 30 * DAY
+
+
+def test_dearer_wasted_fetches_push_a_slow_page_further_out():
+    slow = seen_at_rate(1 / (20 * DAY))
+    cheap = RevisitPolicy(7 * DAY, DAY, 30 * DAY, waste_cost=0.0).chooser
+    dear = GapChooser(DAY, 30 * DAY, cheap.fetch_cost, waste_cost=20.0)
+    assert dear.gap(slow) > cheap.gap(slow)
+
+
+def test_the_belief_is_a_distribution_that_moves_with_the_evidence():
+    chooser = GapChooser(DAY, 30 * DAY, fetch_cost=0.2 * DAY, waste_cost=0.0)
+    for seen in (Evidence(0, 0.0, 0.0), seen_at_rate(1 / DAY), Evidence(0, 0.0, 1e9)):
+        assert sum(chooser.belief(seen)) == pytest.approx(1.0)
+    rates = chooser._rates
+
+    def mean_log_rate(seen):
+        return sum(p * math.log(r) for p, r in zip(chooser.belief(seen), rates, strict=True))
+
+    assert mean_log_rate(seen_at_rate(1 / DAY)) > mean_log_rate(seen_at_rate(1 / (14 * DAY)))
+
+
+def test_after_its_evidence_the_policy_takes_the_interval_from_the_chooser():
+    policy = RevisitPolicy(7 * DAY, DAY, 30 * DAY, waste_cost=4.0, evidence=2)
+    state = policy.visit(None, 0.0, 200, "v0", None, None)[1]
+    result, state = policy.visit(state, 7 * DAY, 200, "v1", None, None)
+    assert (result, state.interval) == (CHANGED, 3.5 * DAY)  # one gap: halved, as seed 000
+    assert (state.changes, state.changed_time, state.unchanged_time) == (1, 7 * DAY, 0.0)
+    state = policy.visit(state, 10.5 * DAY, 304, None, None, None)[1]
+    assert (state.changes, state.changed_time, state.unchanged_time) == (1, 7 * DAY, 3.5 * DAY)
+    assert state.interval == policy.chooser.gap(Evidence(1, 7 * DAY, 3.5 * DAY))
+    assert state.next_visit == 10.5 * DAY + state.interval
+
+
+def test_bad_costs_and_evidence_are_refused():
+    with pytest.raises(ValueError, match="REVISIT_WASTE_COST"):
+        RevisitPolicy(waste_cost=-1.0)
+    with pytest.raises(ValueError, match="REVISIT_EVIDENCE"):
+        RevisitPolicy(evidence=0)
