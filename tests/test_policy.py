@@ -113,6 +113,14 @@ def test_a_name_that_does_not_exist_is_confirmed_once_past_the_negative_cache_th
     assert RetryPolicy.parse("90", confirm_after=60.0).delay_after(1, reason) == 90.0
 
 
+def test_a_failure_already_retried_by_its_reporter_is_a_dead_letter_at_once():
+    from crawler.frontier.policy import RetryPolicy, is_exhausted
+
+    reason = "RobotsUnreachable: robots.txt of http://a.test gave no rules (5xx) in 4 attempts"
+    assert is_exhausted(reason) and not is_exhausted("TimeoutError: took too long")
+    assert RetryPolicy.parse("1,2,4").delay_after(1, reason) is None
+
+
 def test_a_demoted_host_keeps_what_it_fetched_plus_a_margin_under_the_crawl_budget():
     assert HostBudget(0).demoted(40, 10) == HostBudget(50)
     assert HostBudget(45).demoted(40, 10) == HostBudget(45)

@@ -124,5 +124,25 @@ def test_hosts_that_refuse_stall_or_do_not_exist_are_held_whole_then_dead_letter
     assert took < 2 * (2 + 4) + 3 * 1 + 15  # the chain, the timeouts and the crawl's start and end
     assert len(result.records) == 3  # the healthy host is all stored
     assert sorted(letter["url"] for letter in letters) == sorted(seeds[1:])
-    assert "never answered through the retry chain" in result.log
+    assert "given up after its last try" in result.log
     assert result.stats["frontier/hosts_held"] >= 6  # each of 3 hosts held for each of 2 delays
+
+
+def test_a_host_whose_robots_txt_never_answers_ends_as_dead_letters(crawl, tmp_path):
+    """robots.txt unreachable through ROBOTSTXT_RETRY_TIMES attempts: the host's URLs are
+    dead letters with the reason, not dropped; a healthy host beside it is all stored."""
+    down = Site("down.test", pages=1, statuses={"/robots.txt": 503})
+    with TestWeb([Site("fine.test", pages=3), down]) as web:
+        seeds = [web.url("fine.test"), web.url("down.test"), web.url("down.test", "/second")]
+        (tmp_path / "seeds.txt").write_text("\n".join(seeds) + "\n")
+        result = crawl(web, tmp_path, f"seeds={tmp_path / 'seeds.txt'}", CRAWL_ID="robots",
+                       ROBOTSTXT_OBEY=True, ROBOTSTXT_RETRY_TIMES=2, ROBOTSTXT_RETRY_DELAY=0.2)
+        robots_fetches = len(web.hits("down.test", "/robots.txt"))
+        letters = [json.loads(line) for line in deadletters(web, tmp_path, "robots").stdout.splitlines()]
+    assert result.returncode == 0, result.log[-3000:]
+    assert len(result.records) == 3
+    assert robots_fetches == 2  # exactly ROBOTSTXT_RETRY_TIMES attempts
+    assert sorted(letter["url"] for letter in letters) == sorted(seeds[1:])
+    assert all(letter["error"].startswith("RobotsUnreachable") for letter in letters)
+    assert result.stats["frontier/dead_letters"] == 2
+    assert "Host down.test given up after its last try" in result.log

@@ -91,9 +91,10 @@ def test_unreachable_robots_disallows_the_whole_host(crawl, tmp_path, answer, ki
     gaps = [b.start - a.end for a, b in itertools.pairwise(robots_hits(hits))]
     assert gaps[0] >= 0.3 - 0.01 and gaps[1] >= 0.6 - 0.01  # retried with doubling backoff
     assert result.records == []
-    assert result.stats["robotstxt/forbidden"] == 1
+    assert result.stats["robotstxt/given_up"] == 1  # the seed: a dead letter of the frontier
+    assert result.stats["frontier/dead_letters"] == 1
     assert result.stats[f"robotstxt/error/{kind}"] == 3
-    warnings = [line for line in result.log.splitlines() if "WARNING" in line and "robots.txt of" in line]
+    warnings = [line for line in result.log.splitlines() if "[crawler.middlewares.robots] WARNING" in line]
     assert len(warnings) == 3 and "attempt 3 of 3" in warnings[-1]
 
 
@@ -261,6 +262,6 @@ def test_a_refused_connection_is_an_error_of_its_kind_logged_at_warning(crawl, t
         result = crawl(web, tmp_path, "seeds=" + closed, **{**BOT, "ROBOTSTXT_RETRY_TIMES": 1})
     assert result.returncode == 0, result.log[-3000:]
     assert result.stats["robotstxt/error/refused"] == 1
-    assert result.stats["robotstxt/forbidden"] == 1
+    assert result.stats["robotstxt/given_up"] == 1
     assert any("WARNING" in line and "unreachable (refused, attempt 1 of 1)" in line
                for line in result.log.splitlines())

@@ -148,6 +148,16 @@ def is_unreachable(reason: str) -> bool:
     return reason.startswith(UNREACHABLE_FAILURES)
 
 
+#: Failures their reporter has already retried (robots.txt unreachable through every one
+#: of ``ROBOTSTXT_RETRY_TIMES`` attempts): a dead letter at once, with the host's queue.
+EXHAUSTED_FAILURES = ("RobotsUnreachable",)
+
+
+def is_exhausted(reason: str) -> bool:
+    """The failure ``reason`` ends the host's tries: no retry chain after it."""
+    return reason.startswith(EXHAUSTED_FAILURES)
+
+
 #: Failures that no wait mends (a name that does not exist): tried once more to confirm,
 #: past the resolver's negative cache, then a dead letter.
 PERMANENT_FAILURES = ("NXDOMAIN",)
@@ -167,6 +177,8 @@ class RetryPolicy:
     def delay_after(self, attempts: int, reason: str = "") -> float | None:
         """Seconds before the next try after ``attempts`` failures, the last for ``reason``;
         None: a dead letter."""
+        if is_exhausted(reason):
+            return None
         if any(marker in reason for marker in PERMANENT_FAILURES):
             if attempts >= 2 or not self.delays:
                 return None

@@ -34,7 +34,7 @@ from crawler.frontier.fetches import FETCH_META, FetchReports
 from crawler.frontier.hostkeys import PolitenessKeys
 from crawler.frontier.leases import LeaseBook
 from crawler.frontier.outbox import Outbox
-from crawler.frontier.policy import PriorityLevels, RetryPolicy, is_unreachable
+from crawler.frontier.policy import PriorityLevels, RetryPolicy, is_exhausted, is_unreachable
 from crawler.frontier.redis import RedisFrontier
 from crawler.frontier.revisit import RevisitPolicy, lastmod_time
 from crawler.frontier.sharded import ShardedRedisFrontier
@@ -99,6 +99,7 @@ class FrontierScheduler(BaseScheduler):
         self._claimed: deque[Claim] = deque()  # claimed in one batch, not yet asked for
         self._timers: list[LoopingCall] = []
         self._unanswered: dict[str, int] = {}  # host: its fetches in a row that got no answer
+        self._given_up: set[str] = set()  # hosts whose queues went to the dead letters
         self.engine = EngineAdapter(crawler)
         self.waker = EarliestCall(self.engine.wake)
         self.revisit_timer = EarliestCall(self._promote_due_revisits)
@@ -399,18 +400,24 @@ class FrontierScheduler(BaseScheduler):
             self.crawler.stats.inc_value("frontier/dead_letters")
             logger.warning("Giving up %s after %d attempts (%s): a dead letter (scrapy deadletters %s)",
                            request.url, attempts, reason, self.crawl_id)
-            if is_unreachable(reason) and self._unanswered.get(host, 0) > len(self.retry.delays):
-                dead = self._write("dead_letter_host", host, reason, now, default=0)
-                self.crawler.stats.inc_value("frontier/dead_letters", dead)
-                if self._unanswered[host] == len(self.retry.delays) + 1:  # said once per host
-                    logger.warning("Host %s never answered through the retry chain (%s): given up, its "
-                                   "%d queued URLs are dead letters too", host, reason, dead)
+            if is_exhausted(reason) or (is_unreachable(reason)
+                                        and self._unanswered.get(host, 0) > len(self.retry.delays)):
+                self._give_up_host(host, reason, now)
             return
         self._write("retry_later", fp, token, data, now + delay)
         call_later(delay, self._promote_due_retries)
         self.crawler.stats.inc_value("frontier/retries")
         logger.info("%s failed (%s, attempt %d): tried again in %.0f s", request.url, reason,
                     attempts, delay)
+
+    def _give_up_host(self, host: str, reason: str, now: float) -> None:
+        """The host's queued URLs are dead letters too; said once per host."""
+        dead = self._write("dead_letter_host", host, reason, now, default=0)
+        self.crawler.stats.inc_value("frontier/dead_letters", dead)
+        if host not in self._given_up:
+            self._given_up.add(host)
+            logger.warning("Host %s given up after its last try (%s): its %d queued URLs are dead letters too",
+                           host, reason, dead)
 
     def _hold(self, host: str, reason: str, now: float) -> float | None:
         """Hold a host that did not answer until its next probe; None: give it up."""
@@ -428,8 +435,10 @@ class FrontierScheduler(BaseScheduler):
 
     def _host_answered(self, response: Response, request: Request) -> None:
         """Any answer ends a host's run of unanswered fetches."""
-        if self._unanswered:
-            self._unanswered.pop(urlparse_cached(request).hostname or "", None)
+        if self._unanswered or self._given_up:
+            host = urlparse_cached(request).hostname or ""
+            self._unanswered.pop(host, None)
+            self._given_up.discard(host)
 
     def _promote_due_retries(self) -> None:
         """A retry of ours falls due now (housekeeping promotes the others' too)."""

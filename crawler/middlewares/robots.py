@@ -23,6 +23,7 @@ from twisted.internet.defer import Deferred
 
 from crawler import defaults
 from crawler import signals as crawler_signals
+from crawler.frontier.codec import LEASE_META, mark_failed
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
 from crawler.robots.cache import RobotsCachePolicy, RobotsEntry, RobotsLru, SharedRobotsCache
@@ -90,8 +91,9 @@ class RobotsMiddleware:
     ``robotstxt/forbidden`` and ``robotstxt/forbidden/<status class>``. A request to
     an unreachable host goes back to the frontier to wait for the next robots.txt
     attempt when a frontier listens to ``crawler.signals.host_unavailable``, until
-    ``ROBOTSTXT_RETRY_TIMES`` attempts in a row have failed; otherwise, or after that,
-    it is dropped as forbidden. Each failed attempt is logged at WARNING and counted in
+    ``ROBOTSTXT_RETRY_TIMES`` attempts in a row have failed; after that a request the
+    frontier handed out is marked failed for good (``robotstxt/given_up``): the URL and
+    the host's queue become dead letters. Any other is dropped as forbidden. Each failed attempt is logged at WARNING and counted in
     ``robotstxt/error/<kind>`` (``5xx``, ``429``, ``timeout``, ``refused``, ``dns``,
     ``connection``, ``ignored``).
     """
@@ -170,6 +172,12 @@ class RobotsMiddleware:
             if any(result is True for _, result in results):
                 self.stats.inc_value("robotstxt/deferred")
                 return request.replace(dont_filter=True)
+        if entry.rules.kind == "disallow_all" and LEASE_META in request.meta:
+            # Unreachable through every attempt: the frontier keeps the URL as a dead letter.
+            self.stats.inc_value("robotstxt/given_up")
+            mark_failed(request, f"RobotsUnreachable: robots.txt of {origin} gave no rules "
+                                 f"({entry.status_class}) in {entry.failures} attempts")
+            raise IgnoreRequest(f"robots.txt of {origin} unreachable: {request.url} is a dead letter")
         self.stats.inc_value("robotstxt/forbidden")
         self.stats.inc_value(f"robotstxt/forbidden/{entry.status_class}")
         raise IgnoreRequest(f"Forbidden by robots.txt ({entry.status_class}): {request.url}")
