@@ -416,8 +416,8 @@ class FrontierScheduler(BaseScheduler):
         self.crawler.stats.inc_value("frontier/dead_letters", dead)
         if host not in self._given_up:
             self._given_up.add(host)
-            logger.warning("Host %s given up after its last try (%s): its %d queued URLs are dead letters too",
-                           host, reason, dead)
+            logger.warning("Host %s given up after its last try (%s): its %d queued URLs are dead "
+                           "letters too", host, reason, dead)
 
     def _hold(self, host: str, reason: str, now: float) -> float | None:
         """Hold a host that did not answer until its next probe; None: give it up."""

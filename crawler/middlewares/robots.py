@@ -93,9 +93,9 @@ class RobotsMiddleware:
     attempt when a frontier listens to ``crawler.signals.host_unavailable``, until
     ``ROBOTSTXT_RETRY_TIMES`` attempts in a row have failed; after that a request the
     frontier handed out is marked failed for good (``robotstxt/given_up``): the URL and
-    the host's queue become dead letters. Any other is dropped as forbidden. Each failed attempt is logged at WARNING and counted in
-    ``robotstxt/error/<kind>`` (``5xx``, ``429``, ``timeout``, ``refused``, ``dns``,
-    ``connection``, ``ignored``).
+    the host's queue become dead letters. Any other is dropped as forbidden. Each failed
+    attempt is logged at WARNING and counted in ``robotstxt/error/<kind>`` (``5xx``,
+    ``429``, ``timeout``, ``refused``, ``dns``, ``connection``, ``ignored``).
     """
 
     def __init__(self, crawler: Crawler, token: str, policy: RobotsCachePolicy,
