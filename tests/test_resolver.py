@@ -160,3 +160,27 @@ def test_localhost_is_loopback_without_a_query(loop, server, clock):
 def test_dns_nameservers_are_read_with_their_ports(spec, address, port):
     server = nameserver(spec)
     assert (server.address, server.port) == (address, port)
+
+
+def test_a_crawl_through_the_resolver_dead_letters_a_name_that_does_not_exist(crawl, server, tmp_path):
+    """End to end: the crawl asks dnsmasq; an NXDOMAIN name is confirmed once, past the
+    negative TTL, then its URLs are dead letters; the name that exists is all crawled."""
+    import json
+
+    from test_retries import deadletters
+    from testweb import Site, TestWeb
+
+    server.set_records({"fine.example": ["127.0.0.1"]})
+    with TestWeb([Site("fine.example", pages=3)]) as web:
+        seeds = [web.url("fine.example"), web.url("gone.example"), web.url("gone.example", "/second")]
+        (tmp_path / "seeds.txt").write_text("\n".join(seeds) + "\n")
+        result = crawl(web, tmp_path, f"seeds={tmp_path / 'seeds.txt'}", CRAWL_ID="names",
+                       TWISTED_DNS_RESOLVER="crawler.net.resolver.GuardedResolver",
+                       DNS_NAMESERVERS=server.nameserver, DNS_NEGATIVE_TTL=1, FRONTIER_RETRY_DELAYS="1,60",
+                       ROBOTSTXT_OBEY=False, NETWORK_ALLOW="127.0.0.0/8", timeout=60)
+        letters = [json.loads(line) for line in deadletters(web, tmp_path, "names").stdout.splitlines()]
+    assert result.returncode == 0, result.log[-3000:]
+    assert len(result.records) == 3
+    assert sorted(letter["url"] for letter in letters) == sorted(seeds[1:])
+    assert all("NXDOMAIN" in letter["error"] for letter in letters), letters
+    assert max(letter["attempts"] for letter in letters) <= 2  # confirmed once, not the whole chain

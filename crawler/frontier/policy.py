@@ -163,6 +163,11 @@ def is_exhausted(reason: str) -> bool:
 PERMANENT_FAILURES = ("NXDOMAIN",)
 
 
+def is_permanent(reason: str) -> bool:
+    """The failure ``reason`` is one no wait mends: confirmed once, then the host's end."""
+    return any(marker in reason for marker in PERMANENT_FAILURES)
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """The retry chain of a URL whose fetch or processing failed (seed 004): try again
@@ -179,7 +184,7 @@ class RetryPolicy:
         None: a dead letter."""
         if is_exhausted(reason):
             return None
-        if any(marker in reason for marker in PERMANENT_FAILURES):
+        if is_permanent(reason):
             if attempts >= 2 or not self.delays:
                 return None
             return max(self.delays[0], self.confirm_after)

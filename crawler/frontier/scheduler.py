@@ -34,7 +34,13 @@ from crawler.frontier.fetches import FETCH_META, FetchReports
 from crawler.frontier.hostkeys import PolitenessKeys
 from crawler.frontier.leases import LeaseBook
 from crawler.frontier.outbox import Outbox
-from crawler.frontier.policy import PriorityLevels, RetryPolicy, is_exhausted, is_unreachable
+from crawler.frontier.policy import (
+    PriorityLevels,
+    RetryPolicy,
+    is_exhausted,
+    is_permanent,
+    is_unreachable,
+)
 from crawler.frontier.redis import RedisFrontier
 from crawler.frontier.revisit import RevisitPolicy, lastmod_time
 from crawler.frontier.sharded import ShardedRedisFrontier
@@ -393,15 +399,15 @@ class FrontierScheduler(BaseScheduler):
         delay = self.retry.delay_after(attempts, reason)
         now = time.time()
         host = urlparse_cached(request).hostname or ""
-        if delay is not None and is_unreachable(reason):
+        if delay is not None and is_unreachable(reason) and not is_permanent(reason):
             delay = self._hold(host, reason, now)
         if delay is None:
             self._write("dead_letter", fp, token, data, reason, now)
             self.crawler.stats.inc_value("frontier/dead_letters")
             logger.warning("Giving up %s after %d attempts (%s): a dead letter (scrapy deadletters %s)",
                            request.url, attempts, reason, self.crawl_id)
-            if is_exhausted(reason) or (is_unreachable(reason)
-                                        and self._unanswered.get(host, 0) > len(self.retry.delays)):
+            if is_exhausted(reason) or is_permanent(reason) or (
+                    is_unreachable(reason) and self._unanswered.get(host, 0) > len(self.retry.delays)):
                 self._give_up_host(host, reason, now)
             return
         self._write("retry_later", fp, token, data, now + delay)

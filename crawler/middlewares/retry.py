@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
+from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 from scrapy.utils.response import response_status_message
+from twisted.internet.error import DNSLookupError
 
 from crawler.frontier.codec import LEASE_META, mark_failed
+from crawler.net.resolver import installed
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -53,4 +56,10 @@ class FrontierRetryMiddleware:
     def process_exception(self, request: Request, exception: Exception) -> None:
         if isinstance(exception, self.exceptions) and self._ours(request):
             name = type(exception).__name__
-            self._fail(request, f"{name}: {exception}", name)
+            reason = f"{name}: {exception}"
+            resolver = installed()
+            if isinstance(exception, CannotResolveHostError | DNSLookupError) and resolver is not None:
+                error = resolver.lookup_error(urlparse_cached(request).hostname or "")
+                if error:
+                    reason += f" ({error})"  # NXDOMAIN: a dead letter once confirmed
+            self._fail(request, reason, name)

@@ -200,6 +200,12 @@ class GuardedResolver:
         reasons = [self.policy.check(host, a) for a in answer.addresses]
         return None if None in reasons else reasons[0]
 
+    def lookup_error(self, host: str) -> str | None:
+        """Why ``host`` did not resolve (``NXDOMAIN``, ``timeout``...) while that failure
+        is cached, else None: Twisted reports every failed lookup alike."""
+        answer = self.cache.get(canonical_host(host), self.clock())
+        return answer.error if answer is not None and not answer.addresses else None
+
     # ------------------------------------------------------------ cached lookups
 
     def lookup(self, host: str) -> defer.Deferred[list[str]]:
