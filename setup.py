@@ -38,7 +38,7 @@ setup(
         "prometheus-client>=0.20,<1",
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "moto[server]>=5,<6",
+        "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "ruff>=0.6", "moto[server]>=5,<6",
                  "scrapyd>=1.6,<1.7", "scrapyd-client>=2.0.3,<2.1",
                  # test_simhash checks our fingerprints against the simhash package's.
                  "simhash>=2.1.2,<3",
