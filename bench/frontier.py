@@ -61,9 +61,11 @@ Output: Markdown, one table per scenario and notes per run.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -485,6 +487,8 @@ def notes(run: Run) -> list[str]:
     ]
     if run.errors:
         lines.append("  - exceptions in its log: " + "; ".join(error_summary(run.log)[:3]))
+    if sc.small_hosts:
+        lines.append(big_host_budget(run))
     show = 8 if run.crawler.kind == "ours" else 3
     if found:
         hosts = {v.host for v in found}
@@ -501,6 +505,24 @@ def notes(run: Run) -> list[str]:
         )
         lines += [describe(v, t0) for v in sorted(short_starts, key=lambda v: v.gap)[:show]]
     return lines
+
+
+def big_host_budget(run: Run) -> str:
+    """Where the big host's time went: answering, the configured gaps, and the rest
+    (wake-up and claim latency), against the bound of an end-to-start gap policy."""
+    sc = run.scenario
+    records = run.by_host().get(sc.sites[0].host, [])
+    if len(records) < 2:
+        return f"  - big host: {len(records)} requests"
+    answering = sum(r.end - r.start for r in records)
+    gaps = [b.start - a.end for a, b in itertools.pairwise(records)]
+    span = records[-1].end - records[0].start
+    policy_bound = answering + len(gaps) * sc.gap
+    return (f"  - big host: {len(records)} requests in {span:.1f} s = {answering:.1f} s answering + "
+            f"{sum(gaps):.1f} s between (mean gap {statistics.mean(gaps) * 1000:.1f} ms, "
+            f"{(statistics.mean(gaps) - sc.gap) * 1000:+.1f} ms against the configured gap); "
+            f"{span / policy_bound:.3f}x the end-to-start bound (answering + (n - 1) x gap = "
+            f"{policy_bound:.1f} s), {span / sc.bound_seconds(len(records)):.3f}x (n - 1) x gap")
 
 
 def seed_note(web: TestWeb, scenario: Scenario) -> list[str]:
