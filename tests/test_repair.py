@@ -9,7 +9,9 @@ import shutil
 import subprocess
 
 import pytest
+from scrapy.settings import Settings
 
+from crawler.service.service import CrawlService, NotFound
 from crawler.store.files import LocalStore, Location, SegmentWriter, TornRecord, iter_members, torn_tails
 from crawler.store.index import read_metadata
 from crawler.store.repair import WRITING_DIR, complete_length, cut_torn_tail, repair_local
@@ -132,3 +134,20 @@ def test_a_torn_record_read_by_its_location_is_said_so(tmp_path):
             f.truncate(loc.offset + loc.length - 3)
         with pytest.raises(TornRecord, match="incomplete record"):
             read(store, Location(loc.file, loc.offset, loc.length))
+
+
+def test_the_services_page_lookup_answers_not_found_for_a_torn_record(tmp_path):
+    settings = Settings({"DATA_DIR": str(tmp_path)})
+    store = LocalStore(tmp_path / "crawl-data")
+    meta = SegmentWriter(store, "meta", "seg", "jsonl.gz", roll_bytes=0, level=2)
+    location = meta.append(b'{"url": "http://a.test/", "duplicate_of": null}\n')
+    meta.close()
+    service = CrawlService(settings, tmp_path, backend=None, poll_interval=1)
+    service.index.add([("http://a.test/", str(store.root), location)])
+    assert service.page("http://a.test/", None)[0]["url"] == "http://a.test/"
+    with (store.root / location.file).open("r+b") as f:
+        f.truncate(location.offset + location.length - 1)
+    with pytest.raises(NotFound, match="its stored record is incomplete"):
+        service.page("http://a.test/", None)
+    service.registry.close()
+    service.index.close()

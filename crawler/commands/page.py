@@ -52,7 +52,8 @@ class Command(ScrapyCommand):
         store = open_store(data_path(self.settings, "STORE_URI"))
         versions = find_versions(store, url)
         for name in sorted(torn_tails):
-            print(f"{name} ends in an incomplete record (torn by a crash): skipped", file=sys.stderr)
+            print(f"{name} ends in an incomplete record (torn by a crash, or still being written): "
+                  "skipped", file=sys.stderr)
         if not versions:
             print(f"{url} is not in {store.root}", file=sys.stderr)
             self.exitcode = 1
