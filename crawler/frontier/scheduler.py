@@ -258,8 +258,9 @@ class FrontierScheduler(BaseScheduler):
             pending = self.frontier.queued + self.frontier.leased + self.frontier.waiting
             if pending - self.leases.awaiting_store > 0:
                 return True
-            # Continuous: asleep until the next revisit falls due (its timer wakes the engine).
-            return self.continuous and self.frontier.revisits > 0
+            # Continuous: asleep until the next revisit falls due (its timer wakes the engine);
+            # pages waiting to be safely stored become revisits once they are.
+            return self.continuous and (self.frontier.revisits > 0 or self.leases.awaiting_store > 0)
         except RedisError as error:
             self.outbox.outage(error)
             return True
