@@ -129,6 +129,9 @@ STORE_ROLL_BYTES = 100 * 1024 * 1024
 STORE_ROLL_SECONDS = 300.0
 # gzip level of WARC and metadata records, ISA-L's 0-3 (2: ~6x smaller, 0.1 ms a 50 KB page).
 STORE_GZIP_LEVEL = 2
+# Local stores: fsync the open files this often (seconds) and only then ack the pages written
+# since (0: fsync each page as it is written). One fsync per file a second, acks <= 1 s late.
+STORE_FSYNC_INTERVAL = 1.0
 # The page index (URL fingerprint -> its record) for `GET /pages`, local for disk and S3 stores alike.
 STORE_INDEX_DIR = "crawl-index"
 # s3:// stores: files are written here first and leave once uploaded.

@@ -51,9 +51,9 @@ class Page:
     revisit: str | None = None
     revisit_state: dict | None = None
     stored: dict | None = None
-    # Files still to be uploaded before the page is safe (remote stores): its URL is
-    # acked to the frontier only once they are (crawler.signals.store_file_uploaded).
-    awaiting_upload: list[str] = field(default_factory=list)
+    # What the page waits for before it is safe: its files' uploads (S3) or its fsync
+    # batch (a local disk); its URL is acked only once they are (crawler.signals.store_safe).
+    awaiting_store: list[str] = field(default_factory=list)
 
 
 @dataclass

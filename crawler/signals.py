@@ -23,8 +23,9 @@ robots_fetched = object()
 #: lowest level and gives it a budget of its fetches so far plus ``margin``.
 host_demoted = object()
 
-#: A store file ``name`` is safely stored (uploaded): the URLs of the pages in it are done.
-store_file_uploaded = object()
+#: The pages in ``name`` are safely stored: a store file uploaded (S3), or a batch of local
+#: writes fsync'd (``fsync:<n>``). The URLs of the pages that waited for it are done.
+store_safe = object()
 
 #: A page a spider did not yield as an item was captured from its response: ``page``
 #: (a :class:`~crawler.items.Page`), ``response``. The page components take it in the

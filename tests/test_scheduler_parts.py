@@ -27,15 +27,15 @@ def test_the_lease_book_sorts_finished_requests_by_how_their_lease_ends():
     finished = book.finished({running})
     assert [fp for _, fp, _ in finished.done] == [1]
     assert [(fp, reason) for _, fp, _, reason in finished.failed] == [(2, "callback: boom")]
-    assert finished.kept == 1 and len(book) == 1 and book.awaiting_upload == 1
+    assert finished.kept == 1 and len(book) == 1 and book.awaiting_store == 1
     assert sorted(book.leases()) == [(0, 100), (4, 104)]
     assert book.revisit_state((1, 101)) == {"next_visit": 5.0}
     assert book.revisit_state((1, 101)) is None  # once
     assert book.revisit_state((2, 102)) is None  # a failed lease has no revisit
     # Uploaded one file of two: still waiting; both: done.
-    assert book.file_uploaded("warc/a") == []
-    assert [(fp, token) for _, fp, token in book.file_uploaded("meta/a")] == [(4, 104)]
-    assert book.awaiting_upload == 0
+    assert book.stored_safely("warc/a") == []
+    assert [(fp, token) for _, fp, token in book.stored_safely("meta/a")] == [(4, 104)]
+    assert book.awaiting_store == 0
 
 
 class FlakyFrontier:

@@ -11,7 +11,7 @@ from scrapy.exceptions import UsageError
 
 from crawler.frontier.revisit import seconds
 from crawler.paths import data_path
-from crawler.store.files import open_store
+from crawler.store.files import TornRecord, open_store, torn_tails
 from crawler.store.warc import find_record, find_versions, read_page
 from crawler.urls.normalize import UrlNormalizer
 
@@ -51,6 +51,9 @@ class Command(ScrapyCommand):
             raise UsageError(f"not an http(s) URL: {args[0]!r}")
         store = open_store(data_path(self.settings, "STORE_URI"))
         versions = find_versions(store, url)
+        for name in sorted(torn_tails):
+            print(f"{name} ends in an incomplete record (torn by a crash, or still being written): "
+                  "skipped", file=sys.stderr)
         if not versions:
             print(f"{url} is not in {store.root}", file=sys.stderr)
             self.exitcode = 1
@@ -77,7 +80,12 @@ class Command(ScrapyCommand):
         if record["duplicate_of"]:
             print(f"{url} duplicates {record['duplicate_of']}; showing that page", file=sys.stderr)
             record = find_record(store, record["duplicate_of"]) or record
-        html, text = read_page(store, record)
+        try:
+            html, text = read_page(store, record)
+        except TornRecord as error:  # a crash cut it: the crawl fetches the page again
+            print(f"{url}: its stored record is incomplete ({error})", file=sys.stderr)
+            self.exitcode = 1
+            return
         if opts.html:
             sys.stdout.buffer.write(html or b"")
         else:

@@ -10,7 +10,8 @@ from scrapy import Request
 from crawler.frontier.codec import FAILED_META
 
 Lease = tuple[int, int]  # (fingerprint, token)
-_UPLOADS = "_frontier_uploads"  # request.meta: store files its page waits to be uploaded in
+_AWAITING = "_frontier_awaiting"  # request.meta: what its page waits for to be safely stored
+_SAFE_KEPT = 4096  # names said safe that are remembered (for pages that hear of them late)
 
 
 @dataclass
@@ -24,15 +25,16 @@ class Finished:
 
 class LeaseBook:
     """Bookkeeping only (no I/O): the requests handed to the engine with their leases; the
-    pages stored in files still to be uploaded (a remote store: a page is safe, and its URL
-    done, only once every file holding it is); and the revisit state of judged pages."""
+    pages stored but not yet safe (their files still to be uploaded, or their fsync batch
+    to come: a URL is done only once its page is safe); and the revisit state of judged
+    pages."""
 
     def __init__(self) -> None:
         self._handed_out: list[tuple[Request, int, int]] = []
         self._waiting_files: dict[Lease, set[str]] = {}
         self._waiting_requests: dict[Lease, Request] = {}
-        self._by_file: dict[str, set[Lease]] = {}
-        self._uploaded: set[str] = set()
+        self._by_name: dict[str, set[Lease]] = {}
+        self._safe: dict[str, None] = {}  # the latest _SAFE_KEPT names said safe, oldest first
         self._revisit_states: dict[Lease, dict] = {}
 
     def __len__(self) -> int:
@@ -40,7 +42,8 @@ class LeaseBook:
         return len(self._handed_out)
 
     @property
-    def awaiting_upload(self) -> int:
+    def awaiting_store(self) -> int:
+        """Leases whose pages the engine is done with, waiting to be safely stored."""
         return len(self._waiting_files)
 
     def hand_out(self, request: Request, fp: int, token: int) -> None:
@@ -51,9 +54,9 @@ class LeaseBook:
         yield from ((fp, token) for _, fp, token in self._handed_out)
         yield from self._waiting_files
 
-    def page_stored(self, request: Request, files: list[str]) -> None:
-        """The page of ``request`` is in ``files``, still to be uploaded."""
-        request.meta.setdefault(_UPLOADS, set()).update(files)
+    def page_stored(self, request: Request, names: list[str]) -> None:
+        """The page of ``request`` is safe once each of ``names`` is (``stored_safely``)."""
+        request.meta.setdefault(_AWAITING, set()).update(names)
 
     def page_judged(self, lease: Lease, state: dict) -> None:
         """The revisit state of the page fetched under ``lease``."""
@@ -65,7 +68,7 @@ class LeaseBook:
 
     def finished(self, in_progress: set[Request]) -> Finished:
         """Take the requests no longer ``in_progress`` out of the book, sorted; those whose
-        pages wait for uploads stay, until ``file_uploaded`` lets them go."""
+        pages are not yet safe stay, until ``stored_safely`` lets them go."""
         still, out = [], Finished()
         for entry in self._handed_out:
             request, fp, token = entry
@@ -77,21 +80,24 @@ class LeaseBook:
             elif request.meta.get("frontier_keep_lease"):
                 out.kept += 1
                 self._revisit_states.pop((fp, token), None)
-            elif files := request.meta.get(_UPLOADS, set()) - self._uploaded:
+            elif files := {n for n in request.meta.get(_AWAITING, ()) if n not in self._safe}:
                 self._waiting_files[(fp, token)] = files
                 self._waiting_requests[(fp, token)] = request
                 for name in files:
-                    self._by_file.setdefault(name, set()).add((fp, token))
+                    self._by_name.setdefault(name, set()).add((fp, token))
             else:
                 out.done.append(entry)
         self._handed_out = still
         return out
 
-    def file_uploaded(self, name: str) -> list[tuple[Request, int, int]]:
-        """A store file is uploaded: the leases whose pages were all waiting for it."""
-        self._uploaded.add(name)
+    def stored_safely(self, name: str) -> list[tuple[Request, int, int]]:
+        """``name`` (a file uploaded, an fsync batch) is safe: the leases whose pages were
+        all waiting for it. Remembered, for pages whose requests finish after it."""
+        self._safe[name] = None
+        if len(self._safe) > _SAFE_KEPT:  # a page hears of its names within seconds
+            del self._safe[next(iter(self._safe))]
         done = []
-        for lease in self._by_file.pop(name, ()):
+        for lease in self._by_name.pop(name, ()):
             waiting = self._waiting_files[lease]
             waiting.discard(name)
             if not waiting:

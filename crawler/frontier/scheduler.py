@@ -123,7 +123,7 @@ class FrontierScheduler(BaseScheduler):
             (self._spider_error, signals.spider_error),
             (self._item_scraped, signals.item_scraped),
             (self._page_stored, crawler_signals.page_captured),
-            (self._file_uploaded, crawler_signals.store_file_uploaded),
+            (self._stored_safely, crawler_signals.store_safe),
             (self._host_answered, signals.response_downloaded),
             (self._host_demoted, crawler_signals.host_demoted),
         ):
@@ -249,7 +249,7 @@ class FrontierScheduler(BaseScheduler):
                 stats.set_value(f"frontier/{key}", value)
             for key, value in self.frontier.counters.items():
                 stats.set_value(f"frontier/{key}", value)
-            stats.set_value("frontier/awaiting_upload", self.leases.awaiting_upload)
+            stats.set_value("frontier/awaiting_store", self.leases.awaiting_store)
         except RedisError as error:
             self.outbox.outage(error)
 
@@ -260,13 +260,14 @@ class FrontierScheduler(BaseScheduler):
         if self.outbox and not self.outbox.flush():
             return True  # never close a crawl while its frontier is unreachable
         try:
-            # Leases that wait only for this worker's uploads do not keep the crawl open:
-            # the last files are uploaded when it closes.
+            # Leases that wait only for this worker's uploads or fsyncs do not keep the
+            # crawl open: the last are done when the store closes.
             pending = self.frontier.queued + self.frontier.leased + self.frontier.waiting
-            if pending - self.leases.awaiting_upload > 0:
+            if pending - self.leases.awaiting_store > 0:
                 return True
-            # Continuous: asleep until the next revisit falls due (its timer wakes the engine).
-            return self.continuous and self.frontier.revisits > 0
+            # Continuous: asleep until the next revisit falls due (its timer wakes the engine);
+            # pages waiting to be safely stored become revisits once they are.
+            return self.continuous and (self.frontier.revisits > 0 or self.leases.awaiting_store > 0)
         except RedisError as error:
             self.outbox.outage(error)
             return True
@@ -466,12 +467,12 @@ class FrontierScheduler(BaseScheduler):
         if page.stored is None:
             return  # no store, or it failed there
         self._write("count", "stored")
-        if page.awaiting_upload:
-            self.leases.page_stored(request, page.awaiting_upload)
+        if page.awaiting_store:
+            self.leases.page_stored(request, page.awaiting_store)
 
-    def _file_uploaded(self, name: str) -> None:
-        """A store file is uploaded: the URLs whose pages were all waiting for it are done."""
-        self._done(self.leases.file_uploaded(name))
+    def _stored_safely(self, name: str) -> None:
+        """An upload or fsync batch is safe: the URLs whose pages all waited for it are done."""
+        self._done(self.leases.stored_safely(name))
 
     def _item_error(self, response: Response, failure: Any) -> None:
         """A page that failed in the pipelines is not stored: an attempt that failed."""

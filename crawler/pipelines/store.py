@@ -17,6 +17,7 @@ from crawler.frontier.revisit import NOT_MODIFIED, UNCHANGED
 from crawler.items import Page
 from crawler.paths import data_path
 from crawler.stages import StageClock
+from crawler.store.durable import FsyncBatches
 from crawler.store.files import LocalStore, Location, SegmentWriter, open_store, segment_name
 from crawler.store.index import PageIndex
 from crawler.store.warc import (
@@ -84,23 +85,31 @@ class PageStorePipeline:
     gzip member. ``meta/<segment>.jsonl.gz``: one JSON record per page with where its
     records are (file, offset, length). Files roll at ``STORE_ROLL_BYTES`` or
     ``STORE_ROLL_SECONDS``; with an ``s3://`` store each complete file is uploaded.
-    Compressed by ISA-L at ``STORE_GZIP_LEVEL``. Each page's URL is indexed in
-    ``STORE_INDEX_DIR`` (``crawler.store.index``) once its files are safe: at once on a
-    local disk, after the upload of both with S3.
+    Compressed by ISA-L at ``STORE_GZIP_LEVEL``. A page is safe, and its URL acked to
+    the frontier and indexed in ``STORE_INDEX_DIR`` (``crawler.store.index``), only once
+    its records are durable: on a local disk once fsync'd (in batches, every
+    ``STORE_FSYNC_INTERVAL`` seconds: ``crawler.store.durable``), with S3 once both its
+    files are uploaded. Opening the store first repairs what a killed run left
+    (``crawler.store.repair``).
     Stats: ``store/pages``, ``store/duplicates``, ``store/html_bytes``,
-    ``store/warc_bytes``.
+    ``store/warc_bytes``, ``store/fsync_batches``.
     """
 
     def __init__(self, store: LocalStore | S3Store, stats: StatsCollector, roll_bytes: int,
                  roll_seconds: float = 0, signals: SignalManager | None = None,
-                 gzip_level: int = defaults.STORE_GZIP_LEVEL, index: PageIndex | None = None) -> None:
+                 gzip_level: int = defaults.STORE_GZIP_LEVEL, index: PageIndex | None = None,
+                 fsync_interval: float = defaults.STORE_FSYNC_INTERVAL) -> None:
         self.store = store
         self.index = index
         self.root = str(store.root if store.remote else Path(store.root).resolve())
-        # S3: index rows waiting for the upload of their files (names still to upload, row).
+        # Index rows waiting for their pages to be safe (names of the uploads or fsync
+        # batches still to come, row).
         self._unindexed: list[tuple[set[str], tuple[str, str, Location]]] = []
+        self.signals = signals
         if store.remote:
-            store.on_uploaded = lambda name: self._uploaded(name, signals)
+            store.on_uploaded = self._safe
+        self.fsync_interval = fsync_interval
+        self._batches: FsyncBatches | None = None
         self.stats = stats
         self.clock = StageClock(stats)
         self.roll_bytes = roll_bytes
@@ -120,12 +129,14 @@ class PageStorePipeline:
             crawler.signals,
             settings.getint("STORE_GZIP_LEVEL", defaults.STORE_GZIP_LEVEL),
             PageIndex(data_path(settings, "STORE_INDEX_DIR")),
+            settings.getfloat("STORE_FSYNC_INTERVAL", defaults.STORE_FSYNC_INTERVAL),
         )
         crawler.signals.connect(pipeline.page_captured, signal=crawler_signals.page_captured)
         return pipeline
 
-    def _uploaded(self, name: str, signals: SignalManager | None) -> None:
-        """A store file is in S3: index the pages whose files all are, then tell the others."""
+    def _safe(self, name: str) -> None:
+        """The pages in ``name`` (a file uploaded to S3, or an fsync batch) are safe: index
+        those that wait for nothing more, then tell the scheduler (it acks their URLs)."""
         ready, waiting = [], []
         for files, row in self._unindexed:
             files.discard(name)
@@ -133,8 +144,12 @@ class PageStorePipeline:
         self._unindexed = waiting
         if ready and self.index is not None:
             self.index.add(row for _, row in ready)
-        if signals is not None:
-            signals.send_catch_log(crawler_signals.store_file_uploaded, name=name)
+        if self.signals is not None:
+            self.signals.send_catch_log(crawler_signals.store_safe, name=name)
+
+    def _synced(self, name: str) -> None:
+        self.stats.inc_value("store/fsync_batches")
+        self._safe(name)
 
     def page_captured(self, page: Page, response: Response) -> None:
         """A page captured from another spider's response is stored like a yielded one."""
@@ -148,9 +163,14 @@ class PageStorePipeline:
                                     self.gzip_level)
         self._meta = SegmentWriter(self.store, "meta", name, "jsonl.gz", self.roll_bytes,
                                    self.gzip_level, self.roll_seconds)
+        if not self.store.remote:  # with S3 a page is safe once uploaded
+            self._batches = FsyncBatches([self._warc, self._meta], self.fsync_interval, self._synced)
+            self._batches.start()
         logger.info("Storing pages under %s", self.store.root)
 
     async def close_spider(self) -> None:
+        if self._batches is not None:
+            self._batches.stop()
         self._warc.close()
         self._meta.close()
         await self.store.wait()
@@ -208,9 +228,15 @@ class PageStorePipeline:
         meta = self._meta.append(line.encode("utf-8"))
         # An unchanged revisit stays out of the index: the version it points to holds the body.
         row = None if item.revisit in (NOT_MODIFIED, UNCHANGED) else (item.url, self.root, meta)
-        if self.store.remote:
-            item.awaiting_upload = sorted({item.stored["warc"]["file"], meta.file})
-            if row is not None:
-                self._unindexed.append((set(item.awaiting_upload), row))
-        elif self.index is not None and row is not None:
+        if self._batches is None:  # S3: safe once both files are uploaded
+            awaiting = {item.stored["warc"]["file"], meta.file}
+        else:
+            batch = self._batches.written()
+            awaiting = {batch} if batch else set()
+        item.awaiting_store = sorted(awaiting)
+        if row is None:
+            return
+        if awaiting:
+            self._unindexed.append((awaiting, row))
+        elif self.index is not None:
             self.index.add([row])

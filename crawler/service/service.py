@@ -14,7 +14,7 @@ from crawler.paths import data_path
 from crawler.service.counts import FrontierReader, latest_bound, recent_problems
 from crawler.service.registry import ENDED, Crawl, Registry
 from crawler.service.spec import parse_spec
-from crawler.store.files import open_store
+from crawler.store.files import TornRecord, open_store
 from crawler.store.index import PageIndex, read_metadata
 from crawler.store.warc import read_page
 from crawler.urls.normalize import UrlNormalizer
@@ -143,15 +143,18 @@ class CrawlService:
         if found is None:
             raise NotFound(f"{url} is not stored")
         store = self._store(found[0])
-        record = read_metadata(store, found[1])
-        if content is None:
-            return {**record, "store": found[0]}, None
-        if record["duplicate_of"]:  # its body is the page it repeats
-            original = self.index.find(record["duplicate_of"])
-            if original is not None:
-                record = read_metadata(self._store(original[0]), original[1])
-                store = self._store(original[0])
-        html, text = read_page(store, record)
+        try:
+            record = read_metadata(store, found[1])
+            if content is None:
+                return {**record, "store": found[0]}, None
+            if record["duplicate_of"]:  # its body is the page it repeats
+                original = self.index.find(record["duplicate_of"])
+                if original is not None:
+                    record = read_metadata(self._store(original[0]), original[1])
+                    store = self._store(original[0])
+            html, text = read_page(store, record)
+        except TornRecord as error:  # a crash cut it: the crawl fetches the page again
+            raise NotFound(f"{url}: its stored record is incomplete ({error})") from error
         return record, html if content == "html" else text
 
     def _store(self, root: str) -> LocalStore | S3Store:

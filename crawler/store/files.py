@@ -5,15 +5,23 @@ reads it whole) and any one record reads back alone from its (file, offset,
 length), with one ranged read, as Common Crawl's WARC files allow. A store is a
 local directory (``LocalStore``) or an S3 bucket (``crawler.store.s3.S3Store``):
 files are written locally, and ``finish(name)`` is called when one is complete.
+
+Crash consistency: a record is a whole member once ``append`` returns; ``sync``
+fsyncs it (the pipeline acks a page only after that), a closed file is fsync'd
+whole, and a member torn by a crash is cut when the store is next opened
+(``crawler.store.repair``) and skipped, once logged, by the readers here.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import logging
 import os
 import socket
 import time
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +31,20 @@ from urllib.parse import urlsplit
 from isal import isal_zlib
 from scrapy.settings import BaseSettings, Settings
 
+from crawler.store.repair import mark_writing, repair_local, unmark_writing
+
 if TYPE_CHECKING:
     from crawler.store.s3 import S3Store
+
+logger = logging.getLogger(__name__)
+
+#: Torn final members the readers skipped, by file name (each logged once per process).
+torn_tails: Counter[str] = Counter()
+_WINDOW = 1 << 16  # input bytes handed to zlib at a time by the readers
+
+
+class TornRecord(LookupError):
+    """A record's gzip member is incomplete: torn by a crash (its page was never acked)."""
 
 
 @dataclass(frozen=True)
@@ -46,18 +66,25 @@ class LocalStore:
         self.root = Path(root)
 
     def open_append(self, name: str) -> BinaryIO:
+        """``name`` to append to, locked and marked as being written (``recover``)."""
         path = self.root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        return path.open("ab")
+        file = path.open("ab")
+        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fsync_directory(path.parent)  # the new file's entry survives a power loss too
+        mark_writing(self.root, name)
+        return file
 
-    #: Pages are safe once written to the local disk.
+    #: Pages are safe once fsync'd to the local disk.
     remote = False
 
     def finish(self, name: str) -> None:
-        """The file is complete: on a local disk, nothing more to do."""
+        """The file is closed whole: no longer one to repair."""
+        unmark_writing(self.root, name)
 
     def recover(self) -> None:
-        """Files of an earlier run need nothing: they are already in place."""
+        """Cut the torn tails of the files a killed run left open (``crawler.store.repair``)."""
+        repair_local(self.root)
 
     def counts(self) -> dict[str, int]:
         return {}
@@ -127,11 +154,28 @@ class RollingFile:
     def opened(self, file: BinaryIO) -> None:
         """A new file was started (a subclass may write a header record)."""
 
-    def close(self) -> None:
+    def sync(self) -> None:
+        """Make what was written to the current file durable (fsync)."""
         if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Close the current file, fsync'd whole, and hand it to the store."""
+        if self._file is not None:
+            self.sync()
             self._file.close()
             self._file = None
             self.store.finish(self.file_name)
+
+
+def fsync_directory(path: Path) -> None:
+    """fsync a directory, so the files just made in it are durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def gzip_member(data: bytes | memoryview, level: int) -> bytes:
@@ -187,25 +231,40 @@ def segment_name() -> str:
     return f"{stamp}-{socket.gethostname()}-{os.getpid()}"
 
 
-def iter_members(data: bytes) -> Iterator[bytes]:
-    """The decompressed gzip members of ``data``; a member cut short (a writer killed
-    mid-write) ends the iteration instead of failing it."""
-    while data:
+def iter_members(data: bytes, name: str = "") -> Iterator[bytes]:
+    """The decompressed gzip members of ``data`` (the file ``name``); a torn last member
+    (a writer killed mid-write, or one still writing) ends the iteration instead of
+    failing it: counted in ``torn_tails`` and logged once per file. Linear in the size
+    of ``data``: input goes to zlib in windows, never as the whole rest of the file."""
+    view = memoryview(data)
+    offset = 0
+    while offset < len(view):
+        start, parts = offset, []
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         try:
-            member = inflater.decompress(data)
+            while not inflater.eof and offset < len(view):
+                window = view[offset:offset + _WINDOW]
+                parts.append(inflater.decompress(window))
+                offset += len(window) - len(inflater.unused_data)
         except zlib.error:
-            return
+            pass
         if not inflater.eof:
+            _torn(name, start, len(view) - start)
             return
-        yield member
-        data = inflater.unused_data
+        yield b"".join(parts)
 
 
-def iter_records(store: LocalStore) -> Iterator[dict]:
+def _torn(name: str, offset: int, size: int) -> None:
+    torn_tails[name] += 1
+    if torn_tails[name] == 1:
+        logger.warning("Skipped the last %d bytes of %s at offset %d: an incomplete gzip member "
+                       "(torn by a crash, or still being written)", size, name or "a store file", offset)
+
+
+def iter_records(store: LocalStore | S3Store) -> Iterator[dict]:
     """Every page record of the store, file by file, in write order."""
     for name in store.list("meta"):
-        for member in iter_members(store.read(name)):
+        for member in iter_members(store.read(name), name):
             for line in member.splitlines():
                 if line.strip():
                     yield json.loads(line)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crawler.store.files import Location, iter_members
+from crawler.store.files import Location, TornRecord, iter_members
 from crawler.urls.keys import url_fingerprint
 
 if TYPE_CHECKING:
@@ -71,6 +71,9 @@ class PageIndex:
 
 
 def read_metadata(store: LocalStore | S3Store, location: Location) -> dict:
-    """The metadata record at ``location``: one ranged read, one gzip member."""
-    member = store.read_range(location.file, location.offset, location.length)
-    return json.loads(next(iter_members(member)))
+    """The metadata record at ``location``: one ranged read, one gzip member;
+    ``TornRecord`` if that member is incomplete."""
+    data = store.read_range(location.file, location.offset, location.length)
+    for member in iter_members(data, location.file):
+        return json.loads(member)
+    raise TornRecord(f"{location.file} at offset {location.offset}: incomplete record")

@@ -23,6 +23,7 @@ from twisted.internet.threads import deferToThread
 
 from crawler import defaults
 from crawler.paths import data_path
+from crawler.store.repair import repair_spool
 
 if TYPE_CHECKING:
     from botocore.awsrequest import AWSRequest
@@ -117,8 +118,8 @@ class S3Store:
 
     def recover(self) -> None:
         """Upload what the spool directories of runs that are gone still hold: files of a
-        run that was killed, or whose uploads kept failing. A directory is gone when no
-        process holds its lock."""
+        run that was killed (their torn tails cut first), or whose uploads kept failing.
+        A directory is gone when no process holds its lock."""
         for directory in sorted(p for p in self.spool_root.iterdir() if p.is_dir() and p != self.spool):
             with (directory / ".lock").open("ab") as lock:
                 try:
@@ -126,8 +127,9 @@ class S3Store:
                 except BlockingIOError:
                     continue  # a running worker's
                 files = [p for p in directory.rglob("*") if p.is_file() and p.name != ".lock"]
-                for path in sorted(files):
-                    name = path.relative_to(directory).as_posix()
+                names = [path.relative_to(directory).as_posix() for path in sorted(files)]
+                repair_spool(directory, names)  # a killed run's last member may be torn
+                for name in names:
                     logger.info("Uploading %s, left in the spool by an earlier run", name)
                     if not self.upload(name, directory):
                         break

@@ -16,7 +16,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from crawler.store.files import GzipMembers, Location, RollingFile, iter_records
+from crawler.store.files import GzipMembers, Location, RollingFile, TornRecord, iter_members, iter_records
 
 if TYPE_CHECKING:
     from typing import BinaryIO
@@ -152,13 +152,16 @@ class WarcFileWriter(RollingFile):
 
 def read_record(store: LocalStore, location: dict | Location) -> ArcWarcRecord:
     """The WARC record at ``location``, read with one ranged read; its ``payload`` is
-    read into ``record.payload`` (bytes) and the stream is closed."""
+    read into ``record.payload`` (bytes) and the stream is closed. ``TornRecord`` if
+    its gzip member is incomplete (warcio would read a cut record without a word)."""
     if isinstance(location, dict):
         location = Location(**location)
     data = store.read_range(location.file, location.offset, location.length)
-    record = next(iter(ArchiveIterator(io.BytesIO(data))))
-    record.payload = record.content_stream().read()
-    return record
+    for member in iter_members(data, location.file):
+        record = next(iter(ArchiveIterator(io.BytesIO(member))))
+        record.payload = record.content_stream().read()
+        return record
+    raise TornRecord(f"{location.file} at offset {location.offset}: incomplete record")
 
 
 def read_page(store: LocalStore, record: dict) -> tuple[bytes | None, str | None]:
