@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,20 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from crawling import run_crawl
+from moto.server import ThreadedMotoServer
+from redis_server import free_port
 
 
 @pytest.fixture
 def crawl():
     return run_crawl
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[str]:
+    """moto's standalone S3 server on a free loopback port: its endpoint URL."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()

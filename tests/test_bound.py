@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
 
+from test_s3 import CREDENTIALS, FlakyProxy, make_bucket
 from testweb import Site, TestWeb
 
 from crawler.bound.verdict import CPU, IDLE, NETWORK, POLITENESS, STORAGE, Interval, hosts_to_fill, verdict
@@ -22,6 +24,7 @@ def test_each_bound_is_named_by_what_was_measured():
     assert verdict(interval(cpu=0.97, busy=15.0)).bound == CPU  # a full core outranks busy slots
     assert verdict(interval(backlog_growth=40, lag=0.2)).bound == STORAGE
     assert verdict(interval(queued=0, busy=0.0, hosts=0)).bound == IDLE
+    assert verdict(interval(queued=0, busy=0.0, hosts=0, backlog=30)).bound == STORAGE  # only uploads left
 
 
 def test_politeness_says_how_many_hosts_would_fill_the_slots():
@@ -73,3 +76,25 @@ def test_a_crawl_whose_pipeline_burns_cpu_is_bound_by_the_cpu(crawl, tmp_path):
     assert result.returncode == 0, result.log[-2000:]
     seen = bounds(result.log)
     assert mostly(seen) == CPU, seen
+
+
+def test_a_crawl_storing_to_a_slow_s3_is_bound_by_storage(crawl, tmp_path, moto):
+    """Every upload held 1.5 s by a proxy in front of moto's S3 server, files rolled
+    every few pages: pages wait for their uploads faster than they leave."""
+    make_bucket(moto, "slow")
+    proxy = FlakyProxy(moto, failures=0, delay=1.5)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    sites = [Site(f"s{i}.test", pages=30, fanout=4, page_bytes=6000) for i in range(4)]
+    try:
+        with TestWeb(sites) as web:
+            seeds = ",".join(web.url(s.host) for s in sites)
+            result = crawl(web, tmp_path, "seeds=" + seeds, STORE_URI="s3://slow/c",
+                           AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.server_address[1]}",
+                           STORE_ROLL_BYTES=20_000, STORE_SPOOL_DIR=tmp_path / "spool",
+                           **CREDENTIALS, **LIVE)
+    finally:
+        proxy.shutdown()
+    assert result.returncode == 0, result.log[-2000:]
+    seen = bounds(result.log)
+    assert mostly(seen) == STORAGE, seen
+    assert "upload backlog grew" in result.log or "waiting for" in result.log

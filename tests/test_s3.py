@@ -6,15 +6,13 @@ import gzip
 import http.client
 import socket
 import threading
+import time
 from collections import Counter
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import boto3
-import pytest
 from botocore.client import BaseClient
 from botocore.config import Config
-from moto.server import ThreadedMotoServer
 from testweb import Site, TestWeb
 
 from crawler.store.files import iter_records
@@ -32,23 +30,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def moto() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-
-
 class FlakyProxy(ThreadingHTTPServer):
-    """Forwards to the S3 server, answering 503 to the first ``failures`` uploads."""
+    """Forwards to the S3 server, answering 503 to the first ``failures`` uploads and
+    holding every upload ``delay`` seconds (a slow store)."""
 
     daemon_threads = True
 
-    def __init__(self, target: str, failures: int) -> None:
+    def __init__(self, target: str, failures: int, delay: float = 0.0) -> None:
         self.target = target.removeprefix("http://")
         self.failures = failures
+        self.delay = delay
         self.failed = 0
         self.lock = threading.Lock()
         super().__init__(("127.0.0.1", 0), _Forward)
@@ -66,6 +57,8 @@ class _Forward(BaseHTTPRequestHandler):
         with self.server.lock:
             fail = self.command in ("PUT", "POST") and self.server.failed < self.server.failures
             self.server.failed += fail
+        if self.command in ("PUT", "POST") and self.server.delay:
+            time.sleep(self.server.delay)
         if fail:
             message = b"<Error><Code>SlowDown</Code><Message>try later</Message></Error>"
             self.send_response(503)

@@ -4,7 +4,8 @@ Over one interval: how busy the downloader's slots were, how late the reactor ra
 much CPU the process took, how the upload backlog moved, and how many hosts had URLs.
 The first that holds, in this order, is the bound:
 
-- **storage**: pages waiting for their files to be uploaded grew;
+- **storage**: pages waiting for their files to be stored grew, or they are all the
+  crawl has left to wait for (nothing queued, nothing fetching);
 - **cpu**: the reactor ran late (``lag``) or the process used nearly a whole core;
 - **network**: the slots were nearly all busy, waiting on responses;
 - **politeness**: slots were free while URLs were queued: too few hosts are due (each
@@ -33,6 +34,7 @@ class Interval:
     queued: int  # URLs queued in the frontier
     hosts: int  # hosts with URLs queued
     backlog_growth: int = 0  # pages awaiting upload, now minus at the interval's start
+    backlog: int = 0  # pages awaiting upload now
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ def verdict(m: Interval, t: Thresholds | None = None) -> Verdict:
     busy = f"{m.busy:.1f} of {m.slots} slots busy"
     if m.backlog_growth > 0:
         return Verdict(STORAGE, f"upload backlog grew by {m.backlog_growth} pages; {busy}")
+    if m.backlog and not m.queued and m.busy < 1:
+        return Verdict(STORAGE, f"nothing to fetch, waiting for {m.backlog} pages to be stored; {busy}")
     if m.lag > t.lag or m.cpu >= t.cpu:
         return Verdict(CPU, f"reactor {m.lag * 1000:.0f} ms late, CPU {m.cpu:.0%} of a core; {busy}")
     if m.busy >= t.busy_share * m.slots:

@@ -87,6 +87,7 @@ class BoundMonitor:
             queued=int(stats.get_value("frontier/queued", 0)),
             hosts=int(stats.get_value("frontier/hosts/active", 0)),
             backlog_growth=backlog - self._backlog,
+            backlog=backlog,
         )
         self._backlog = backlog
         found = verdict(measured, self.thresholds)
