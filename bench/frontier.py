@@ -30,7 +30,7 @@ resolve to 127.0.0.1 through ``testweb.LoopbackResolver``. Each site is a tree
 
 All runs: ``TWISTED_DNS_RESOLVER=testweb.LoopbackResolver ROBOTSTXT_OBEY=False
 TELNETCONSOLE_ENABLED=False REMOTE_CONTROL_ENABLED=False LOG_LEVEL=INFO
-COOKIES_ENABLED=False`` and ``CONCURRENT_REQUESTS`` of the scenario.
+COOKIES_ENABLED=False NETWORK_ALLOW=127.0.0.0/8`` and ``CONCURRENT_REQUESTS`` of the scenario.
 
 Scenarios.
 
@@ -100,6 +100,8 @@ COMMON_SETTINGS: dict[str, str] = {
     "REMOTE_CONTROL_ENABLED": "False",
     "LOG_LEVEL": "INFO",
     "COOKIES_ENABLED": "False",
+    # The test web is on loopback: stock Scrapy has no seed list to allow it from.
+    "NETWORK_ALLOW": "127.0.0.0/8",
 }
 
 STOCK_SPIDER = '''\
