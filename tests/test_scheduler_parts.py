@@ -69,6 +69,19 @@ def test_the_outbox_keeps_steps_in_order_through_an_outage_and_says_so_once(capl
     assert sum("unreachable" in m for m in messages) == 1 and sum("is back" in m for m in messages) == 1
 
 
+def test_the_lease_book_counts_pages_waiting_for_uploads_apart_from_those_waiting_for_fsync():
+    book = LeaseBook()
+    synced, uploaded = Request("http://a.test/1"), Request("http://a.test/2")
+    book.hand_out(synced, 1, 101)
+    book.hand_out(uploaded, 2, 102)
+    book.page_stored(synced, ["fsync:0"])
+    book.page_stored(uploaded, ["fsync:0", "warc/a"])
+    book.finished(set())
+    assert (book.awaiting_store, book.awaiting_upload) == (2, 1)
+    book.stored_safely("fsync:0")
+    assert (book.awaiting_store, book.awaiting_upload) == (1, 1)
+
+
 def test_fetch_reports_time_each_leased_fetch_and_report_them_together():
     reported = []
     turns = []

@@ -26,7 +26,7 @@ class BoundMonitor:
     """Samples the downloader's busy slots (``engine.downloader.active``) and the
     reactor's lag every 0.25 s, the process CPU per interval, and reads the frontier's
     gauges from the stats (``frontier/queued``, ``frontier/hosts/active``,
-    ``frontier/awaiting_store``). Stats: ``crawl/bound`` (the latest verdict) and
+    ``frontier/awaiting_upload``). Stats: ``crawl/bound`` (the latest verdict) and
     ``crawl/bound/<verdict>`` (intervals under each). Off with ``LOGSTATS_INTERVAL = 0``."""
 
     def __init__(self, crawler: Crawler, interval: float, thresholds: Thresholds) -> None:
@@ -78,7 +78,7 @@ class BoundMonitor:
         stats = self.crawler.stats
         samples = max(1, self._samples)
         wall = max(1e-6, time.monotonic() - self._wall)
-        backlog = int(stats.get_value("frontier/awaiting_store", 0))
+        backlog = int(stats.get_value("frontier/awaiting_upload", 0))
         measured = Interval(
             slots=self.crawler.settings.getint("CONCURRENT_REQUESTS"),
             busy=self._busy / samples,

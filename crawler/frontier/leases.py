@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from scrapy import Request
 
 from crawler.frontier.codec import FAILED_META
+from crawler.store.durable import BATCH_PREFIX
 
 Lease = tuple[int, int]  # (fingerprint, token)
 _AWAITING = "_frontier_awaiting"  # request.meta: what its page waits for to be safely stored
@@ -45,6 +46,13 @@ class LeaseBook:
     def awaiting_store(self) -> int:
         """Leases whose pages the engine is done with, waiting to be safely stored."""
         return len(self._waiting_files)
+
+    @property
+    def awaiting_upload(self) -> int:
+        """Of those, the ones waiting for an upload (not only for their fsync batch, which
+        comes within a second whatever the load: a store keeping up still has some)."""
+        return sum(any(not n.startswith(BATCH_PREFIX) for n in names)
+                   for names in self._waiting_files.values())
 
     def hand_out(self, request: Request, fp: int, token: int) -> None:
         self._handed_out.append((request, fp, token))

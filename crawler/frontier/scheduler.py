@@ -250,6 +250,7 @@ class FrontierScheduler(BaseScheduler):
             for key, value in self.frontier.counters.items():
                 stats.set_value(f"frontier/{key}", value)
             stats.set_value("frontier/awaiting_store", self.leases.awaiting_store)
+            stats.set_value("frontier/awaiting_upload", self.leases.awaiting_upload)
         except RedisError as error:
             self.outbox.outage(error)
 

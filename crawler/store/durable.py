@@ -11,6 +11,10 @@ if TYPE_CHECKING:
     from crawler.store.files import RollingFile
 
 
+#: Names of fsync batches start so (other names a page waits for are uploads).
+BATCH_PREFIX = "fsync:"
+
+
 class FsyncBatches:
     """The pages written since the last fsync form a batch, named ``fsync:<n>``. Every
     ``interval`` seconds (``STORE_FSYNC_INTERVAL``) the writers' open files are fsync'd
@@ -40,7 +44,7 @@ class FsyncBatches:
                 file.sync()
             return None
         self._pending = True
-        return f"fsync:{self._number}"
+        return f"{BATCH_PREFIX}{self._number}"
 
     def sync(self) -> None:
         """fsync the open files; the pages written so far are durable."""
@@ -48,7 +52,7 @@ class FsyncBatches:
             return
         for file in self.files:
             file.sync()
-        name = f"fsync:{self._number}"
+        name = f"{BATCH_PREFIX}{self._number}"
         self._number += 1
         self._pending = False
         self.on_safe(name)
