@@ -224,6 +224,26 @@ def test_a_host_given_up_has_its_queued_urls_dead_lettered_and_no_others(make_fr
     assert f.requeue_dead(letters[0], letters[0].request) and f.host_queued("dead.test") == 1
 
 
+def test_a_hosts_run_of_unanswered_fetches_is_counted_until_it_answers(make_frontier):
+    f = make_frontier()
+    f.add([entry(f"http://dead.test/{i}") for i in range(2)])
+    assert [f.unanswered("dead.test") for _ in range(3)] == [1, 2, 3]
+    finish(f, claim(f, 0.0), 0.0, status=None)  # a fetch with no answer leaves the run going
+    assert f.unanswered("dead.test") == 4 and f.unanswered("other.test") == 1
+    finish(f, claim(f, 1000.0), 1000.0, status=503)  # any answer, an error page too, ends it
+    assert f.unanswered("dead.test") == 1
+
+
+def test_a_hold_reported_with_the_fetch_keeps_the_host_until_then(make_frontier):
+    f = make_frontier()
+    f.add([entry("http://down.test/1"), entry("http://down.test/2")])
+    c = claim(f, 0.0)
+    assert f.fetched_many([Fetch(c.fp, c.token, 0.0, 0.01, None, hold_until=60.0)]) == [pytest.approx(2.0)]
+    assert f.retry_later(c.fp, c.token, c.request, 60.0)
+    assert f.next(59.0) == pytest.approx(1.0)  # held past the policy's 2 s backoff
+    assert claim(f, 60.0).host == "down.test"
+
+
 def test_crawl_delay_floors_the_gap_after_the_next_fetch(make_frontier):
     f = make_frontier()
     f.add([entry("http://a.test/1"), entry("http://a.test/2")])
@@ -375,6 +395,13 @@ def test_workers_sharing_a_redis_frontier_never_fetch_one_host_at_once(redis_url
     assert one.fetched(c.fp, c.token, 0.5, 0.01, 200) == 1.0
     assert two.next(1.0) == pytest.approx(0.5)  # and its gap holds across workers
     assert claim(two, 1.5).host == "a.test"
+
+
+def test_workers_count_one_run_of_unanswered_fetches_per_host(redis_url):
+    crawl_id = uuid.uuid4().hex
+    one, two = (RedisFrontier(redis.Redis.from_url(redis_url), crawl_id, policy=POLICY) for _ in range(2))
+    runs = [worker.unanswered("dead.test") for worker in (one, two, one)]
+    assert runs == [1, 2, 3]
 
 
 def test_a_dead_workers_lease_is_given_to_another_after_it_expires(redis_url):

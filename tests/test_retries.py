@@ -12,6 +12,7 @@ import threading
 import time
 
 from crawling import crawl_command
+from redis_server import RedisServer
 from testweb import Site, TestWeb, page_path
 
 DELAYS = (1.0, 2.0, 4.0)
@@ -146,3 +147,35 @@ def test_a_host_whose_robots_txt_never_answers_ends_as_dead_letters(crawl, tmp_p
     assert all(letter["error"].startswith("RobotsUnreachable") for letter in letters)
     assert result.stats["frontier/dead_letters"] == 2
     assert "Host down.test given up after its last try" in result.log
+
+
+def test_workers_of_a_redis_crawl_share_one_hold_per_host(tmp_path):
+    """Two workers, one host that never answers: the run of unanswered fetches is the
+    crawl's, so the host gets one probe per delay of the chain, not one per worker."""
+    (tmp_path / "redis").mkdir()
+    server = RedisServer(tmp_path / "redis").start()
+    silent = SilentServer()
+    try:
+        with TestWeb([Site("fine.test", pages=3)]) as web:
+            seeds = [web.url("fine.test")] + [f"http://localhost:{silent.port}/{i}" for i in range(4)]
+            options = {"REDIS_URL": server.url, "CRAWL_ID": "held", "FRONTIER_RETRY_DELAYS": "2,4",
+                       "DOWNLOAD_TIMEOUT": 1, "ROBOTSTXT_OBEY": False, "NETWORK_ALLOW": "127.0.0.0/8",
+                       "STORE_URI": tmp_path / "store"}
+            workers = []
+            for name in ("a", "b"):
+                home = tmp_path / name
+                home.mkdir()
+                command, env = crawl_command(web, home, "seeds=" + ",".join(seeds), **options)
+                workers.append(subprocess.Popen(command, cwd=home, env=env, stdout=subprocess.DEVNULL,
+                                                stderr=(home / "log").open("w")))
+            codes = [worker.wait(timeout=60) for worker in workers]
+            letters = subprocess.run([sys.executable, "-m", "scrapy", "deadletters", "held", "-s",
+                                      f"REDIS_URL={server.url}"], cwd=tmp_path / "a", env=env,
+                                     capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        silent.close()
+        server.stop()
+    assert codes == [0, 0], [(tmp_path / n / "log").read_text()[-2000:] for n in "ab"]
+    assert len(silent.held) == 3  # the first fetch and one probe after each of the 2 delays
+    urls = sorted(json.loads(line)["url"] for line in letters.stdout.splitlines())
+    assert urls == sorted(seeds[1:]), letters.stderr

@@ -100,6 +100,18 @@ def test_fetch_reports_time_each_leased_fetch_and_report_them_together():
     assert fetch.fetch_seconds >= 0 and FETCH_META not in leased.meta
 
 
+def test_a_fetch_with_no_response_waits_for_its_lease_to_end_to_be_reported():
+    reported, turns = [], []
+    reports = FetchReports(reported.append, lambda delay, flush: turns.append(flush))
+    failed = Request("http://down.test/", meta={"_frontier_lease": (8, 80)})
+    reports.reached_downloader(failed)
+    reports.left_downloader(failed)  # no response_downloaded: no answer
+    assert turns == [] and reports.unanswered(9, 90) is None
+    fetch = reports.unanswered(8, 80)
+    assert (fetch.fp, fetch.token, fetch.status, fetch.hold_until) == (8, 80, None, 0.0)
+    assert reports.unanswered(8, 80) is None  # once
+
+
 def test_a_revisit_request_is_conditional_and_drops_what_belonged_to_one_fetch():
     request = Request("http://a.test/p", headers={"User-Agent": "old", "X-Mine": "1"},
                       meta={"depth": 2, "redirect_times": 1, "retry_times": 1, "_frontier_lease": (1, 2),

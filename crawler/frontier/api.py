@@ -47,6 +47,7 @@ class Fetch:
     fetch_seconds: float
     status: int | None
     retry_after: float | None = None
+    hold_until: float = 0.0  # the host waits at least until then (one that did not answer)
 
 
 # Upper bounds (seconds) of the fetch-time histogram kept as frontier counters
@@ -122,9 +123,11 @@ class Frontier(Protocol):
 
     # ---- the outcome of a lease (each ends it, except ``fetched``; a stale token is refused)
     def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
-                retry_after: float | None = None) -> float | None:
+                retry_after: float | None = None, hold_until: float = 0.0) -> float | None:
         """The fetch ended (``status`` None: no response): the host's next allowed time is
-        set by the policy and it may be leased again. The gap, or None for a stale token."""
+        set by the policy, and no sooner than ``hold_until`` (a host that did not answer,
+        held by the retry chain in the same step, so no other fetch slips in before the
+        hold), and it may be leased again. The gap, or None for a stale token."""
 
     def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
         """``fetched`` for each, in order (Redis: two round trips for all)."""
@@ -203,6 +206,11 @@ class Frontier(Protocol):
 
     def host_queued(self, name: str) -> int:
         """URLs of host ``name`` queued."""
+
+    def unanswered(self, name: str) -> int:
+        """One more fetch of host ``name`` got no answer at all: count it, and return how
+        many in a row have, counted by every worker of the crawl alike. A fetch of the host
+        that gets any answer (``fetched`` with a status) ends the run."""
 
     def demote(self, name: str, margin: int) -> int:
         """Host ``name`` is demoted: its queued and later URLs go to the lowest level and

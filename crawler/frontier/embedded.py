@@ -88,6 +88,7 @@ class _Host:
     held: bool = False  # not to be fetched yet (its politeness key is not known)
     in_heap: bool = False
     budget: HostBudget | None = None  # its own, once demoted
+    unanswered: int = 0  # its fetches in a row that got no answer
 
 
 @dataclass
@@ -448,6 +449,11 @@ class EmbeddedFrontier:
         host = self._hosts.get(name)
         return sum(host.queued) if host else 0
 
+    def unanswered(self, name: str) -> int:
+        host = self._host(name)
+        host.unanswered += 1
+        return host.unanswered
+
     def requeue(self, fp: int, token: int, request: str) -> bool:
         """Queue a leased URL again (a retry): its lease ends, its place is the back
         of its level. False if ``token`` is not the URL's current lease."""
@@ -494,7 +500,7 @@ class EmbeddedFrontier:
         return claims, None
 
     def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
-        return [self.fetched(f.fp, f.token, f.now, f.fetch_seconds, f.status, f.retry_after)
+        return [self.fetched(f.fp, f.token, f.now, f.fetch_seconds, f.status, f.retry_after, f.hold_until)
                 for f in fetches]
 
     def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
@@ -518,7 +524,7 @@ class EmbeddedFrontier:
 
     def fetched(
         self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
-        retry_after: float | None = None,
+        retry_after: float | None = None, hold_until: float = 0.0,
     ) -> float | None:
         """The fetch of a leased URL ended (``status`` None: no response). Sets its
         host's next allowed time by the policy; returns the gap, or None for a stale token."""
@@ -528,13 +534,15 @@ class EmbeddedFrontier:
         lease.fetching = False
         self.count("failed" if status is None else "fetched")
         host = self._hosts[lease.host]
+        if status is not None:
+            host.unanswered = 0
         group = host.group
         was_backing_off = group.times.backoff > 0
         gap = self.policy.after_fetch(group.times, fetch_seconds, status, retry_after)
         if group.times.backoff and not was_backing_off:
             self.count("backoffs")
             logger.info("Host %s answered %s: backing off %.1f s", host.name, status or "no response", gap)
-        group.next_allowed = now + gap
+        group.next_allowed = max(now + gap, hold_until)
         self.db.execute(
             "UPDATE hosts SET next_allowed = ?, backoff = ?, last_gap = ?, fetched = ? WHERE id = ?",
             (group.next_allowed, group.times.backoff, group.times.last_gap, host.fetched, host.id),

@@ -25,13 +25,16 @@ FETCH_META = "_frontier_fetch"  # request.meta: [start time, status, Retry-After
 class FetchReports:
     """Times each leased request in the downloader (failures included: a fetch that got no
     response has status None) and hands the fetches that ended in one reactor turn to
-    ``report`` together (Redis: one round trip for all)."""
+    ``report`` together (Redis: one round trip for all). A fetch that got no response is
+    kept back until its lease ends (``unanswered``): only then is its failure known, and a
+    host that did not answer must be held in the same step that releases it."""
 
     def __init__(self, report: Callable[[list[Fetch]], object],
                  later: Callable[[float, Callable[[], None]], object] = call_later) -> None:
         self.report = report
         self.later = later  # the reactor's call_later: the flush at the end of this turn
         self._ended: list[Fetch] = []
+        self._unanswered: dict[tuple[int, int], Fetch] = {}  # by lease
 
     def connect(self, manager: SignalManager) -> None:
         manager.connect(self.reached_downloader, signal=signals.request_reached_downloader)
@@ -54,10 +57,19 @@ class FetchReports:
         if fetch is None or lease is None:
             return
         now = time.time()
+        ended = Fetch(lease[0], lease[1], now, time.monotonic() - fetch[0], fetch[1],
+                      parse_retry_after(fetch[2], now))
+        if ended.status is None:
+            self._unanswered[(ended.fp, ended.token)] = ended
+            return
         if not self._ended:
             self.later(0, self.flush)
-        self._ended.append(Fetch(lease[0], lease[1], now, time.monotonic() - fetch[0], fetch[1],
-                                 parse_retry_after(fetch[2], now)))
+        self._ended.append(ended)
+
+    def unanswered(self, fp: int, token: int) -> Fetch | None:
+        """The fetch under this lease that got no response, kept back for its lease's end
+        to report (once), or None."""
+        return self._unanswered.pop((fp, token), None)
 
     def flush(self) -> None:
         """Report the fetches ended so far."""

@@ -209,8 +209,8 @@ class RedisFrontier:
         return claims, (float(wait) if wait else None) if len(claims) < limit else None
 
     def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
-                retry_after: float | None = None) -> float | None:
-        return self.fetched_many([Fetch(fp, token, now, fetch_seconds, status, retry_after)])[0]
+                retry_after: float | None = None, hold_until: float = 0.0) -> float | None:
+        return self.fetched_many([Fetch(fp, token, now, fetch_seconds, status, retry_after, hold_until)])[0]
 
     def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
         """Each fetch that ended, in two round trips: the hosts' times read, the policy's
@@ -229,7 +229,8 @@ class RedisFrontier:
             times = HostTimes(backoff=backoff, crawl_delay=crawl_delay, last_gap=last_gap)
             gap = self.policy.after_fetch(times, f.fetch_seconds, f.status, f.retry_after)
             entering_backoff += bool(times.backoff and not backoff)
-            args += [self._fp(f.fp).hex(), f.token, f.now + gap, times.backoff, times.last_gap,
+            next_allowed = max(f.now + gap, f.hold_until)
+            args += [self._fp(f.fp).hex(), f.token, next_allowed, times.backoff, times.last_gap,
                      "failed" if f.status is None else "fetched"]
             gaps.append(gap)
         written = iter(self._run("fetched", *args)) if args else iter(())
@@ -311,6 +312,9 @@ class RedisFrontier:
         for level in range(self.levels.levels):
             pipe.llen(self.prefix + f"q:{name}:{level}")
         return sum(pipe.execute())
+
+    def unanswered(self, name: str) -> int:
+        return int(self.redis.hincrby(self.prefix + "unanswered", name, 1))
 
     @property
     def waiting(self) -> int:

@@ -104,7 +104,6 @@ class FrontierScheduler(BaseScheduler):
         self._concurrency = max(1, crawler.settings.getint("CONCURRENT_REQUESTS"))
         self._claimed: deque[Claim] = deque()  # claimed in one batch, not yet asked for
         self._timers: list[LoopingCall] = []
-        self._unanswered: dict[str, int] = {}  # host: its fetches in a row that got no answer
         self._given_up: set[str] = set()  # hosts whose queues went to the dead letters
         self.engine = EngineAdapter(crawler)
         self.waker = EarliestCall(self.engine.wake)
@@ -363,6 +362,9 @@ class FrontierScheduler(BaseScheduler):
     def _done(self, entries: list[tuple[Request, int, int]]) -> None:
         """The URLs are done: an ack, or a revisit where the page was judged
         (``RevisitPipeline``); one frontier step for each kind."""
+        unanswered = [f for _, fp, token in entries if (f := self.fetches.unanswered(fp, token))]
+        if unanswered:  # a failure that is not ours to retry (it is reported before its ack)
+            self._fetches_ended(unanswered)
         acks, revisits = [], []
         conditional = getattr(self.spider, "yields_pages", False)  # it reads a 304
         for request, fp, token in entries:
@@ -401,15 +403,18 @@ class FrontierScheduler(BaseScheduler):
         delay = self.retry.delay_after(attempts, reason)
         now = time.time()
         host = urlparse_cached(request).hostname or ""
-        if delay is not None and is_unreachable(reason) and not is_permanent(reason):
-            delay = self._hold(host, reason, now)
+        unanswered = 0
+        if is_unreachable(reason) and not is_permanent(reason):
+            unanswered = self._write("unanswered", host, default=1)
+            if delay is not None:
+                delay = self._hold(host, reason, unanswered, now)
+        self._report_unanswered(fp, token, host, now + delay if unanswered and delay is not None else 0.0)
         if delay is None:
             self._write("dead_letter", fp, token, data, reason, now)
             self.crawler.stats.inc_value("frontier/dead_letters")
             logger.warning("Giving up %s after %d attempts (%s): a dead letter (scrapy deadletters %s)",
                            request.url, attempts, reason, self.crawl_id)
-            if is_exhausted(reason) or is_permanent(reason) or (
-                    is_unreachable(reason) and self._unanswered.get(host, 0) > len(self.retry.delays)):
+            if is_exhausted(reason) or is_permanent(reason) or unanswered > len(self.retry.delays):
                 self._give_up_host(host, reason, now)
             return
         self._write("retry_later", fp, token, data, now + delay)
@@ -427,13 +432,12 @@ class FrontierScheduler(BaseScheduler):
             logger.warning("Host %s given up after its last try (%s): its %d queued URLs are dead "
                            "letters too", host, reason, dead)
 
-    def _hold(self, host: str, reason: str, now: float) -> float | None:
-        """Hold a host that did not answer until its next probe; None: give it up."""
-        failures = self._unanswered[host] = self._unanswered.get(host, 0) + 1
-        hold = self.retry.delay_after(failures)
+    def _hold(self, host: str, reason: str, unanswered: int, now: float) -> float | None:
+        """Hold a host whose last ``unanswered`` fetches (counted by the frontier, for every
+        worker alike) got no answer until its next probe; None: give it up."""
+        hold = self.retry.delay_after(unanswered)
         if hold is None:
             return None  # given up until it answers: its later failures are dead letters at once
-        self._write("defer", host, now + hold)
         self.crawler.stats.inc_value("frontier/hosts_held")
         if hold >= 60:
             waiting = self._write("host_queued", host, default=0)
@@ -441,12 +445,21 @@ class FrontierScheduler(BaseScheduler):
                            host, reason, hold, waiting, time.strftime("%H:%M:%S", time.localtime(now + hold)))
         return hold
 
+    def _report_unanswered(self, fp: int, token: int, host: str, hold_until: float) -> None:
+        """Report the lease's fetch that got no response, its host held until ``hold_until``
+        in the same step (its fetch reported already: by deferring the host)."""
+        fetch = self.fetches.unanswered(fp, token)
+        if fetch is not None:
+            fetch.hold_until = hold_until
+            self._fetches_ended([fetch])
+        elif hold_until:
+            self._write("defer", host, hold_until)
+
     def _host_answered(self, response: Response, request: Request) -> None:
-        """Any answer ends a host's run of unanswered fetches."""
-        if self._unanswered or self._given_up:
-            host = urlparse_cached(request).hostname or ""
-            self._unanswered.pop(host, None)
-            self._given_up.discard(host)
+        """A host that answers may be given up again, and said so, later (the frontier ends
+        its run of unanswered fetches as the fetch is reported)."""
+        if self._given_up:
+            self._given_up.discard(urlparse_cached(request).hostname or "")
 
     def _promote_due_retries(self) -> None:
         """A retry of ours falls due now (housekeeping promotes the others' too)."""

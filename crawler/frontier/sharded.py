@@ -86,9 +86,9 @@ class ShardedRedisFrontier:
         return wait
 
     def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
-                retry_after: float | None = None) -> float | None:
+                retry_after: float | None = None, hold_until: float = 0.0) -> float | None:
         shard, local = self._by_token(token)
-        return shard.fetched(fp, local, now, fetch_seconds, status, retry_after)
+        return shard.fetched(fp, local, now, fetch_seconds, status, retry_after, hold_until)
 
     def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
         claims: list[Claim] = []
@@ -108,7 +108,7 @@ class ShardedRedisFrontier:
         return claims, wait
 
     def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
-        return [self.fetched(f.fp, f.token, f.now, f.fetch_seconds, f.status, f.retry_after)
+        return [self.fetched(f.fp, f.token, f.now, f.fetch_seconds, f.status, f.retry_after, f.hold_until)
                 for f in fetches]
 
     def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
@@ -198,6 +198,9 @@ class ShardedRedisFrontier:
 
     def host_queued(self, name: str) -> int:
         return self.shards[self.shard_of(name)].host_queued(name)
+
+    def unanswered(self, name: str) -> int:
+        return self.shards[self.shard_of(name)].unanswered(name)
 
     @property
     def waiting(self) -> int:
