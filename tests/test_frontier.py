@@ -385,6 +385,31 @@ def test_hosts_with_one_politeness_key_share_one_fetch_and_one_gap(make_frontier
     assert claim(f, 2.0).host in {"a.test", "b.test"} - {shared.host}
 
 
+def test_a_host_keeps_the_first_politeness_key_it_is_given(make_frontier):
+    # Round-robin DNS gives workers different addresses: the crawl keeps the first.
+    f = make_frontier(hold_new_hosts=True)
+    f.add([entry("http://a.test/1"), entry("http://b.test/1")])
+    f.set_politeness_key("a.test", "10.0.0.1")
+    f.set_politeness_key("b.test", "10.0.0.1")
+    f.set_politeness_key("a.test", "10.0.0.9")  # another worker's answer: ignored
+    claim(f, 0.0)
+    assert f.next(0.0) is None  # a.test and b.test still share one fetch at a time
+
+
+def test_a_host_keyed_while_its_fetch_is_in_flight_is_not_fetched_twice(make_frontier):
+    f = make_frontier()
+    f.add([entry("http://a.test/1"), entry("http://a.test/2"), entry("http://b.test/1")])
+    first = claim(f, 0.0)
+    f.set_politeness_key(first.host, "10.0.0.1")
+    other = claim(f, 0.0)
+    assert other.host != first.host and f.next(0.0) is None  # the fetch in flight moved with it
+    f.set_politeness_key(other.host, "10.0.0.1")
+    finish(f, first, 0.5)
+    assert f.next(0.5) is None  # other's fetch is still in flight under the shared key...
+    finish(f, other, 0.5)
+    assert claim(f, 100.0).host == first.host  # ...and the last URL goes once both are done
+
+
 def test_workers_sharing_a_redis_frontier_never_fetch_one_host_at_once(redis_url):
     crawl_id = uuid.uuid4().hex
     one, two = (RedisFrontier(redis.Redis.from_url(redis_url), crawl_id, policy=POLICY) for _ in range(2))

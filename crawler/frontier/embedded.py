@@ -73,7 +73,7 @@ class _Group:
     key: str
     times: HostTimes
     next_allowed: float = 0.0
-    busy: bool = False  # a fetch is in flight
+    busy: int = 0  # fetches in flight: one, or more only where keys merged mid-fetch
     members: set[str] = field(default_factory=set)
 
 
@@ -214,24 +214,27 @@ class EmbeddedFrontier:
 
     def _release(self, group: _Group) -> None:
         """The group's fetch is over: its hosts may be scheduled again."""
-        group.busy = False
+        group.busy = max(0, group.busy - 1)
+        if group.busy:
+            return
         for name in group.members:
             self._schedule(self._hosts[name])
 
     def set_politeness_key(self, name: str, key: str) -> None:
         """Put host ``name`` under politeness key ``key`` (e.g. its IP address) and let
-        it be fetched. Hosts with one key share one fetch at a time and one gap."""
+        it be fetched. Hosts with one key share one fetch at a time and one gap. A host
+        keeps the first key it is given (workers may get other addresses from round-robin
+        DNS); a fetch in flight moves with it to its key."""
         host = self._host(name)
         old = host.group
-        if old.key != key:
+        if old.key != key and old.key == name:
             group = self._groups.get(key)
             if group is None:
                 group = self._groups[key] = _Group(key, old.times, old.next_allowed)
             old.members.discard(name)
             group.members.add(name)
             host.group = group
-            if old.busy and not old.members:
-                group.busy = True  # the fetch in flight now counts against the new key
+            group.busy, old.busy = group.busy + old.busy, 0  # its own group: only its fetch
         host.held = False
         self._schedule(host)
 
@@ -515,7 +518,7 @@ class EmbeddedFrontier:
         self.db.execute("UPDATE urls SET state = ? WHERE fp = ?", (LEASED, fp))
         host.queued[level] -= 1
         self.queued -= 1
-        host.group.busy = True
+        host.group.busy += 1
         host.fetched += 1
         token = next(self._tokens)
         ufp = fp % (1 << 64)

@@ -45,7 +45,7 @@ while (#out - 1) / 4 < most do
         local token = redis.call('INCR', P .. 'tokens')
         redis.call('HINCRBY', P .. 'counters', 'queued', -1)
         redis.call('HINCRBY', h, 'fetched', 1)
-        redis.call('HSET', g, 'busy', fp)
+        redis.call('HINCRBY', g, 'busy', 1)
         for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do
           redis.call('ZREM', P .. 'ready', member)
         end

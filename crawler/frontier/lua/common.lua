@@ -28,7 +28,9 @@ local function schedule(host)
   redis.call('ZADD', P .. 'ready', tonumber(next_allowed or '0'), host)
 end
 local function release(group)
+  -- busy counts the group's fetches in flight: one, or more only where keys merged mid-fetch
   local g = P .. 'group:' .. group
+  if redis.call('HINCRBY', g, 'busy', -1) > 0 then return end
   redis.call('HDEL', g, 'busy')
   for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do schedule(member) end
 end

@@ -3,13 +3,19 @@ local host, value, what = ARGV[3], ARGV[4], ARGV[5]
 local h = ensure_host(host, '0')
 local group = redis.call('HGET', h, 'group')
 if what == 'key' then
-  if group ~= value then
+  -- a host keeps the first key it is given; a fetch in flight moves with it
+  if group ~= value and group == host then
     redis.call('SREM', P .. 'members:' .. group, host)
     redis.call('SADD', P .. 'members:' .. value, host)
     redis.call('HSET', h, 'group', value)
-    local g = P .. 'group:' .. value
+    local old, g = P .. 'group:' .. group, P .. 'group:' .. value
     if redis.call('EXISTS', g) == 0 then
-      redis.call('HSET', g, 'next_allowed', redis.call('HGET', P .. 'group:' .. group, 'next_allowed') or 0)
+      redis.call('HSET', g, 'next_allowed', redis.call('HGET', old, 'next_allowed') or 0)
+    end
+    local busy = tonumber(redis.call('HGET', old, 'busy') or '0')
+    if busy > 0 then
+      redis.call('HDEL', old, 'busy')
+      redis.call('HINCRBY', g, 'busy', busy)
     end
   end
   redis.call('HSET', h, 'held', '0')

@@ -10,7 +10,7 @@ for _, fp in ipairs(expired) do
   redis.call('DEL', l)
   redis.call('ZREM', P .. 'leases', fp)
   local group = redis.call('HGET', P .. 'host:' .. host, 'group')
-  if fetching == '1' and redis.call('HGET', P .. 'group:' .. group, 'busy') == fp then
+  if fetching == '1' then
     release(group)
   else
     schedule(host)
