@@ -8,7 +8,7 @@ import pytest
 import redis
 from redis_server import RedisServer
 
-from crawler.frontier.api import Claim, Entry, Fetch, fetch_seconds_counts
+from crawler.frontier.api import Claim, Entry, Fetch, Revisit, fetch_seconds_counts
 from crawler.frontier.embedded import EmbeddedFrontier, read_counts
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
 from crawler.frontier.redis import RedisFrontier
@@ -222,6 +222,47 @@ def test_a_host_given_up_has_its_queued_urls_dead_lettered_and_no_others(make_fr
         ("dead.test", "ConnectionRefusedError: refused", 5.0)}
     assert claim(f, 0.0).host == "live.test"
     assert f.requeue_dead(letters[0], letters[0].request) and f.host_queued("dead.test") == 1
+
+
+def test_a_forced_add_queues_a_done_url_again_but_never_twice(make_frontier):
+    # Scrapy's dont_filter: a URL seen is fetched again, unless it is queued, in flight,
+    # waiting for a retry or a dead letter already.
+    f = make_frontier()
+    done, queued, leased, waiting = (entry(f"http://a{i}.test/") for i in range(4))
+    f.add([done, leased, waiting])
+    for c in [claim(f, 0.0) for _ in range(3)]:
+        if c.fp == done.fp:
+            finish(f, c, 0.0)
+        elif c.fp == waiting.fp:
+            f.fetched(c.fp, c.token, 0.0, 0.01, 503)
+            assert f.retry_later(c.fp, c.token, c.request, 100.0)
+    f.add([queued])
+    assert f.add([done, queued, leased, waiting], force=True) == [True, False, False, False]
+    assert f.add([done], force=True) == [False]  # queued now
+    assert f.add([done]) == [False]  # without force, seen is seen
+    c = claim(f, 10.0)
+    assert c.fp in (done.fp, queued.fp)
+    assert f.queued == 1 and f.counters["dropped/seen"] == 5
+
+
+def test_a_forced_add_keeps_the_host_budget(make_frontier):
+    f = make_frontier(budget=HostBudget(1))
+    page = entry("http://a.test/p")
+    f.add([page])
+    finish(f, claim(f, 0.0), 0.0)
+    assert f.add([page], force=True) == [False]
+    assert f.counters["dropped/budget"] == 1 and f.counters.get("dropped/seen", 0) == 0
+
+
+def test_a_forced_add_brings_a_scheduled_revisit_forward(make_frontier, tmp_path):
+    f = make_frontier()
+    page = entry("http://a.test/p")
+    f.add([page])
+    c = claim(f, 0.0)
+    f.fetched(c.fp, c.token, 0.0, 0.01, 200)
+    assert f.revisit_many([Revisit(c.fp, c.token, c.request, 1000.0, 0.0)]) == [True]
+    assert f.revisits == 1 and f.add([page], force=True) == [True]
+    assert f.revisits == 0 and claim(f, 10.0).fp == page.fp
 
 
 def test_a_hosts_run_of_unanswered_fetches_is_counted_until_it_answers(make_frontier):

@@ -68,6 +68,7 @@ _REQUEUE_DEAD = _script("requeue_dead.lua")
 _HEARTBEAT = _script("heartbeat.lua")
 _KEY = _script("key.lua")
 _DEMOTE = _script("demote.lua")
+_FORCE = _script("force.lua")
 
 
 def default_worker_id() -> str:
@@ -155,7 +156,8 @@ class RedisFrontier:
             ("add", _ADD_BLOOM if self.bloom else _ADD), ("claim", _CLAIM), ("times", _TIMES),
             ("fetched", _FETCHED), ("ack", _ACK), ("requeue", _REQUEUE), ("reap", _REAP), ("key", _KEY),
             ("heartbeat", _HEARTBEAT), ("due", _DUE), ("requeue_dead", _REQUEUE_DEAD),
-            ("revisit", _REVISIT), ("dead_host", _DEAD_HOST), ("demote", _DEMOTE))}
+            ("revisit", _REVISIT), ("dead_host", _DEAD_HOST), ("demote", _DEMOTE),
+            ("force", _FORCE))}
         self._known_hosts: set[str] = set()
         if self.bloom:  # allocate each new bitmap whole: grown bit by bit, Redis doubles it
             allocate = client.register_script(
@@ -174,9 +176,9 @@ class RedisFrontier:
     # ---------------------------------------------------------------- contract
 
     def add(self, entries: Iterable[Entry], force: bool = False) -> list[bool]:
-        """Queue each URL the crawl has not seen. ``force`` (a revisit of a URL done) is not
-        supported here: the compact seen set does not say whether a URL is queued or done,
-        so a forced URL might be queued twice; it is treated as any other add."""
+        """Queue each URL the crawl has not seen; with ``force`` (Scrapy's ``dont_filter``)
+        a URL seen is queued again if it is done or parked for a revisit (a second step,
+        for those only)."""
         entries = list(entries)
         if not entries:
             return []
@@ -192,7 +194,15 @@ class RedisFrontier:
                 self._known_hosts.add(e.host)
                 if self.redis.hget(self.prefix + f"host:{e.host}", "held") != b"0":
                     self.new_hosts.append(e.host)
-        return [bool(flag) for flag in self._run("add", *args)]
+        added = [bool(flag) for flag in self._run("add", *args)]
+        again = [i for i, flag in enumerate(added) if force and not flag]
+        if again:
+            forced = self._run("force", *[a for i in again for a in (
+                self._fp(entries[i].fp).hex(), entries[i].host, min(entries[i].level, self.levels.levels - 1),
+                entries[i].request)])
+            for i, flag in zip(again, forced, strict=True):
+                added[i] = bool(flag)
+        return added
 
     def next(self, now: float) -> Claim | float | None:
         claims, wait = self.claim_many(now, 1)
