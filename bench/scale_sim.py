@@ -224,8 +224,8 @@ class Simulation:
     # ------------------------------------------------------------------ workers
 
     def _start_round(self, w: int, now: float) -> None:
-        if self.claiming[w] or self.free[w] <= 0:
-            return
+        if self.claiming[w] or self.free[w] <= 0 or self.pages_done == self.web.pages:
+            return  # (every page done: the workers stop asking, the last acks drain)
         self.claiming[w] = True
         self.wake_at[w] = None
         self.round[w] = [0, 0, self.free[w], None]
@@ -277,6 +277,8 @@ class Simulation:
             self._sleep(w, now, HEARTBEAT if state[3] is None else min(HEARTBEAT, state[3]))
 
     def _sleep(self, w: int, now: float, seconds: float) -> None:
+        if self.pages_done == self.web.pages:
+            return
         when = now + max(seconds, EPSILON)
         self.wake_at[w] = when
         self._at(when, WAKE, w, when)
@@ -328,7 +330,7 @@ class Simulation:
     # ------------------------------------------------------------------ run
 
     def run(self, duration: float, warmup: float = 0.0, max_events: int = 50_000_000) -> Result:
-        """Simulate until ``duration`` seconds, every page done, or ``max_events``;
+        """Simulate until ``duration`` seconds, every page done and acked, or ``max_events``;
         rates and utilisations are measured over [warmup, duration)."""
         self.window = (warmup, duration)
         setup = self.setup
@@ -338,9 +340,9 @@ class Simulation:
                     FETCH_END: self._fetch_end, FETCHED_AT_SHARD: self._fetched_at_shard,
                     CPU_DONE: self._cpu_done, DONE_AT_SHARD: self._done_at_shard}
         now = 0.0
-        events, pages = self.events, self.web.pages
+        events = self.events
         for _ in range(max_events):
-            if not events or events[0][0] >= duration or self.pages_done == pages:
+            if not events or events[0][0] >= duration:
                 break
             now, _, kind, a, b, c = heapq.heappop(events)
             if kind == WAKE:
