@@ -116,9 +116,10 @@ def test_bad_setups_are_refused():
 
 def test_costs_are_fitted_from_two_batch_sizes():
     # 10 µs a call and 2 µs an item: 100 calls of 1, 10 calls of 32
-    assert fit(Line(100, 100, 100 * 12e-6, 1.0), Line(10, 320, 10 * 74e-6, 1.0)) == pytest.approx((1e-5, 2e-6))
-    rates = ShardRates(Line(100, 100, 100 * 12e-6, 1.0), Line(10, 320, 10 * 74e-6, 1.0),
-                       Line(100, 100, 100 * 5e-6, 1.0), Line(10, 600, 10 * 64e-6, 1.0), 14.0, 1e-4)
+    small, large = Line(100, 100, 100 * 12e-6, 1.0), Line(10, 320, 10 * 74e-6, 1.0)
+    assert fit(small, large) == pytest.approx((1e-5, 2e-6))
+    links_small, links_large = Line(100, 100, 100 * 5e-6, 1.0), Line(10, 600, 10 * 64e-6, 1.0)
+    rates = ShardRates(small, large, links_small, links_large, 14.0, 1e-4)
     costs = rates.costs()
     assert costs.claim_call + costs.report_call + costs.ack_call == pytest.approx(1e-5)  # a step's 4 calls
     assert costs.claim_item + costs.report_item + costs.ack_item == pytest.approx(2e-6)
