@@ -8,8 +8,7 @@ check it on small cases by hand. What it models, as the code does it:
   arrival order; each costs the shard CPU time measured on a real Redis
   (:class:`ShardCosts`). A claim is decided with the worker's clock at sending (the
   claim script takes ``now`` from the worker).
-* **A worker** is one Scrapy process with ``concurrency`` download slots and one CPU
-  that spends ``1 / page_rate`` seconds per page (the measured pages/s of one worker).
+* **A worker** is one Scrapy process with ``concurrency`` download slots and one thread.
   It claims as many hosts as it has free slots, from the shards in turn, one round trip
   each, until it has enough or has asked every shard (``ShardedRedisFrontier.claim_many``);
   a round that got some claims is followed by another at once (the engine asks again),
@@ -17,11 +16,13 @@ check it on small cases by hand. What it models, as the code does it:
   or the engine's 5 s heartbeat when nothing is queued.
 * **A fetch** takes the host's latency; when it ends the worker reports it (the host's
   next allowed time is the end plus the gap ``PolitenessPolicy.after_fetch`` gives,
-  the same rule the crawler runs); the page then waits for the worker's CPU; when that
-  is done its slot is free, and one message acks it and carries its link checks
-  (one call per link, as ``FrontierScheduler.enqueue_request`` makes them today, or one
-  per page with ``link_batch``) to the host's shard, which queues the host's newly
-  discovered pages (a tree: each page discovers up to ``fanout`` more).
+  the same rule the crawler runs). The page then waits for the worker's thread, which
+  spends ``1 / page_rate`` seconds on it (the measured pages/s of one worker) and then
+  blocks, as the scheduler's Redis calls do, on one call to the host's shard that acks
+  the page and makes its link checks (one call per link, as
+  ``FrontierScheduler.enqueue_request`` makes them today, or one per page with
+  ``link_batch``); the shard queues the host's newly discovered pages (a tree: each
+  page discovers up to ``fanout`` more). Then the page's slot is free.
 * **Politeness** is checked apart from the shards' state, as the test web's log is:
   per host, a fetch starting while another is in flight is an overlap, one starting
   sooner than the previous fetch's end plus its gap is a short gap.
@@ -33,6 +34,7 @@ import hashlib
 import heapq
 import math
 import random
+from collections import deque
 from dataclasses import dataclass, field
 
 from crawler.frontier.policy import HostTimes, PolitenessPolicy
@@ -41,7 +43,7 @@ HEARTBEAT = 5.0  # seconds: Scrapy's engine asks for requests at least this ofte
 EPSILON = 1e-9
 
 # Event kinds, in the heap as (time, sequence, kind, a, b, c).
-CLAIM_AT_SHARD, CLAIM_REPLY, FETCH_END, FETCHED_AT_SHARD, CPU_DONE, DONE_AT_SHARD, WAKE = range(7)
+CLAIM_AT_SHARD, CLAIM_REPLY, FETCH_END, FETCHED_AT_SHARD, CPU_DONE, DONE_AT_SHARD, DONE_REPLY, WAKE = range(8)
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ class Setup:
     link_batch: bool = False  # one add call per page, not per link
     rtt: float = 0.0  # seconds for a round trip worker <-> shard
     starts: tuple[float, ...] = ()  # when each worker asks first (default: all at 0)
+    ramp: float = 0.0  # hosts first fall due spread over this many seconds (0: all at once)
     policy: PolitenessPolicy = field(default_factory=PolitenessPolicy)
 
 
@@ -180,15 +183,17 @@ class Simulation:
             raise ValueError("starts: one time per worker")
         self.web, self.setup, self.costs = web, setup, costs
         hosts = len(web.sizes)
+        self.total_pages = web.pages
         self.shard = [shard_of(h, setup.shards) for h in range(hosts)]
         self.pending = [1] * hosts  # discovered, not claimed
         self.undiscovered = [size - 1 for size in web.sizes]
         self.in_flight = [False] * hosts
-        self.next_ok = [0.0] * hosts
+        # a crawl in full swing has its hosts' next fetches spread over a cycle, not all due at once
+        self.next_ok = [setup.ramp * ((h * 0.6180339887498949) % 1) for h in range(hosts)]
         self.times = [HostTimes() for _ in range(hosts)]
         self.ready: list[list[tuple[float, int]]] = [[] for _ in range(setup.shards)]
         for h in range(hosts):
-            self.ready[self.shard[h]].append((0.0, h))
+            self.ready[self.shard[h]].append((self.next_ok[h], h))
         for heap in self.ready:
             heapq.heapify(heap)
         self.shard_free_at = [0.0] * setup.shards
@@ -197,7 +202,8 @@ class Simulation:
         self.free = [setup.concurrency] * m
         self.claiming = [False] * m
         self.wake_at: list[float | None] = [None] * m
-        self.cpu_free_at = [0.0] * m
+        self.thread_busy = [False] * m  # the worker's one thread: a page's CPU work, then its shard call
+        self.parsing: list[deque[int]] = [deque() for _ in range(m)]  # pages waiting for the thread
         self.cpu_busy = [0.0] * m
         self.turn = [w % setup.shards for w in range(m)]
         self.round: list[list] = [[0, 0, 0, None] for _ in range(m)]  # asked, got, limit, least wait
@@ -224,7 +230,7 @@ class Simulation:
     # ------------------------------------------------------------------ workers
 
     def _start_round(self, w: int, now: float) -> None:
-        if self.claiming[w] or self.free[w] <= 0 or self.pages_done == self.web.pages:
+        if self.claiming[w] or self.free[w] <= 0 or self.pages_done == self.total_pages:
             return  # (every page done: the workers stop asking, the last acks drain)
         self.claiming[w] = True
         self.wake_at[w] = None
@@ -277,7 +283,7 @@ class Simulation:
             self._sleep(w, now, HEARTBEAT if state[3] is None else min(HEARTBEAT, state[3]))
 
     def _sleep(self, w: int, now: float, seconds: float) -> None:
-        if self.pages_done == self.web.pages:
+        if self.pages_done == self.total_pages:
             return
         when = now + max(seconds, EPSILON)
         self.wake_at[w] = when
@@ -290,19 +296,33 @@ class Simulation:
         if self.window[0] <= now < self.window[1]:
             self.ended_in_window += 1
         self._at(now + self.setup.rtt / 2, FETCHED_AT_SHARD, h, started, now)
+        self.parsing[w].append(h)
+        if not self.thread_busy[w]:
+            self._parse_next(w, now)
+
+    def _parse_next(self, w: int, now: float) -> None:
+        """The thread takes the next page: its CPU work, then (blocking, as the scheduler's
+        Redis calls are) the ack and link checks at its host's shard."""
+        if not self.parsing[w]:
+            self.thread_busy[w] = False
+            return
+        self.thread_busy[w] = True
+        h = self.parsing[w].popleft()
         cpu = 1 / self.setup.page_rate
-        start = max(now, self.cpu_free_at[w])
-        self.cpu_free_at[w] = start + cpu
-        self.cpu_busy[w] += _overlap(start, start + cpu, self.window)
-        self._at(start + cpu, CPU_DONE, w, h)
+        self.cpu_busy[w] += _overlap(now, now + cpu, self.window)
+        self._at(now + cpu, CPU_DONE, w, h)
 
     def _cpu_done(self, now: float, w: int, host: float, _: float) -> None:
         h = int(host)
-        self.pages_done += 1
-        self.free[w] += 1
         found = min(self.web.fanout, self.undiscovered[h])
         self.undiscovered[h] -= found
-        self._at(now + self.setup.rtt / 2, DONE_AT_SHARD, h, found)
+        self._at(now + self.setup.rtt / 2, DONE_AT_SHARD, h, found, w)
+
+    def _done_reply(self, now: float, w: int, sent: float, _: float) -> None:
+        self.cpu_busy[w] += _overlap(sent, now, self.window)  # blocked on the shard
+        self.pages_done += 1
+        self.free[w] += 1  # the engine is done with the request: its slot is free
+        self._parse_next(w, now)
         self._start_round(w, now)
 
     # ------------------------------------------------------------------ shards
@@ -316,12 +336,13 @@ class Simulation:
         if self.pending[h]:
             heapq.heappush(self.ready[self.shard[h]], (self.next_ok[h], h))
 
-    def _done_at_shard(self, now: float, h: int, discovered: float, _: float) -> None:
+    def _done_at_shard(self, now: float, h: int, discovered: float, worker: float) -> None:
         found = int(discovered)
         costs, links = self.costs, self.setup.links
         calls = (1 if links else 0) if self.setup.link_batch else links
         cost = costs.ack_call + costs.ack_item + calls * costs.link_call + links * costs.link_item
-        self._serve(self.shard[h], now, cost)
+        done = self._serve(self.shard[h], now, cost)
+        self._at(done + self.setup.rtt / 2, DONE_REPLY, int(worker), now - self.setup.rtt / 2)
         if found:
             if not self.pending[h] and not self.in_flight[h]:
                 heapq.heappush(self.ready[self.shard[h]], (self.next_ok[h], h))
@@ -338,7 +359,8 @@ class Simulation:
             self._at(setup.starts[w] if setup.starts else 0.0, WAKE, w, -1.0)
         handlers = {CLAIM_AT_SHARD: self._claim_at_shard, CLAIM_REPLY: self._claim_reply,
                     FETCH_END: self._fetch_end, FETCHED_AT_SHARD: self._fetched_at_shard,
-                    CPU_DONE: self._cpu_done, DONE_AT_SHARD: self._done_at_shard}
+                    CPU_DONE: self._cpu_done, DONE_AT_SHARD: self._done_at_shard,
+                    DONE_REPLY: self._done_reply}
         now = 0.0
         events = self.events
         for _ in range(max_events):
