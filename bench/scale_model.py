@@ -74,18 +74,29 @@ def synthetic_web(target: float, policy: PolitenessPolicy, seed: int) -> Web:
     return Web(power_law_sizes(hosts, 10, 1.2, 100_000), lognormal_latencies(hosts, 0.5, 0.5, seed))
 
 
-def per_page_shard_cpu(costs: ShardCosts, links: int, link_batch: bool) -> float:
+def done_call(costs: ShardCosts, links: int, link_batch: bool) -> float:
+    """Shard CPU of the call that acks a page and checks its links."""
     calls = (1 if links else 0) if link_batch else links
-    return (costs.claim_call + costs.claim_item + costs.report_call + costs.report_item + costs.ack_call
-            + costs.ack_item + calls * costs.link_call + links * costs.link_item)
+    return costs.ack_call + costs.ack_item + calls * costs.link_call + links * costs.link_item
 
 
-def grid(args: argparse.Namespace, web: Web, costs: ShardCosts, page_rate: float,
-         rtt: float) -> list[tuple[int, int, Result, float]]:
-    shards0 = math.ceil(args.target * per_page_shard_cpu(costs, args.page_links, args.link_batch) / 0.85)
-    workers0 = plan(Target(pages=SEED_004.pages, classes=SEED_004.classes, worker_rate=page_rate)).workers
-    shard_steps = (0.8, 1.2) if args.quick else (0.6, 0.8, 1.0, 1.25, 1.5)
-    worker_steps = (1.1, 1.4) if args.quick else (1.0, 1.15, 1.3, 1.5)
+def grid_centre(args: argparse.Namespace, costs: ShardCosts, page_rate: float) -> tuple[int, int]:
+    """Where the grid is centred: shards 70% busy with one claim call a page, and workers
+    whose thread also waits a round trip and the page's shard call, queueing included
+    (M/D/1 at 70%: 1.2 x the call), at ``scrapy plan``'s workers = rate / worker rate."""
+    busy = 0.7
+    done = done_call(costs, args.page_links, args.link_batch)
+    per_page = costs.claim_call + costs.claim_item + costs.report_call + costs.report_item + done
+    thread = 1 / page_rate + args.rtt + done * (1 + busy / (2 * (1 - busy)))
+    workers = plan(Target(pages=SEED_004.pages, classes=SEED_004.classes, worker_rate=1 / thread)).workers
+    return math.ceil(args.target * per_page / busy), workers or 1
+
+
+def grid(args: argparse.Namespace, web: Web, costs: ShardCosts,
+         page_rate: float) -> list[tuple[int, int, Result, float]]:
+    shards0, workers0 = grid_centre(args, costs, page_rate)
+    shard_steps = (1.0, 1.25) if args.quick else (0.8, 1.0, 1.25)
+    worker_steps = (1.0, 1.2) if args.quick else (0.9, 1.0, 1.15, 1.3)
     rows = []
     for n in sorted({max(1, round(shards0 * f)) for f in shard_steps}):
         for m in sorted({max(1, round(workers0 * f)) for f in worker_steps}):
@@ -194,7 +205,7 @@ def report_grid(args: argparse.Namespace, web: Web, costs: ShardCosts,
           f"{1e3 * args.rtt:.1f} ms; "
           f"simulated {args.sim_seconds:g} s, measured after {args.warmup:g} s (hosts first due spread "
           "over those seconds: a crawl in full swing)\n")
-    rows = grid(args, web, costs, page_rate, args.rtt)
+    rows = grid(args, web, costs, page_rate)
     print(fmt_table(
         ["shards N", "workers M", "fetches/s", "shard use max", "shard use mean", "worker CPU use",
          "violations", "claim calls/fetch"],
