@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 import subprocess
 import sys
 import time
@@ -24,6 +25,7 @@ from redis_server import RedisServer  # noqa: E402
 from scale_sim import ShardCosts  # noqa: E402
 from testweb import RequestRecord, Site, TestWeb  # noqa: E402
 
+from crawler.dedup.index import RedisContentIndex  # noqa: E402
 from crawler.frontier.api import Entry, Fetch  # noqa: E402
 from crawler.frontier.policy import PolitenessPolicy  # noqa: E402
 from crawler.frontier.redis import RedisFrontier  # noqa: E402
@@ -58,6 +60,7 @@ class ShardRates:
     links_large: Line  # add calls of a page's links
     seen_bytes_per_url: float
     rtt: float  # seconds of a PING round trip on loopback
+    content: Line  # content-seen checks (one page each): on the crawl's first server, whatever the shards
 
     def costs(self) -> ShardCosts:
         """Shard CPU per call and per item. A step's fixed part is split evenly over its four
@@ -125,9 +128,20 @@ def shard_rates(tmp: Path, pairs: int, links: int, batch: int, page_links: int) 
 
         links_small = _timed(client, links // 4, lambda: check(1))
         links_large = _timed(client, max(1, links // page_links), lambda: check(page_links))
+
+        index = RedisContentIndex(client, "content")
+        pages = random.Random(0)
+
+        def content() -> int:  # a new page: its SHA-256 and simhash, near copies looked up
+            k = pages.getrandbits(32)
+            index.check_and_add(pages.randbytes(32), pages.getrandbits(64), f"http://h{k % 500}/{k}",
+                                f"h{k % 500}", near=True)
+            return 1
+
+        content_line = _timed(client, max(1, links // 10), content)
     finally:
         server.stop()
-    return ShardRates(small, large, links_small, links_large, seen_bytes, rtt)
+    return ShardRates(small, large, links_small, links_large, seen_bytes, rtt, content_line)
 
 
 # --------------------------------------------------------------------------- real crawls

@@ -157,7 +157,8 @@ def report_shard(args: argparse.Namespace, rates: measure.ShardRates, costs: Sha
     lines = [("claim+fetched+ack, 1 a step", rates.pairs_small, "pairs"),
              (f"claim+fetched+ack, {args.batch} a step", rates.pairs_large, "pairs"),
              ("link check (add), 1 a call (today's scheduler)", rates.links_small, "links"),
-             (f"link check (add), {args.page_links} a call", rates.links_large, "links")]
+             (f"link check (add), {args.page_links} a call", rates.links_large, "links"),
+             ("content seen (MGET + check script), a page", rates.content, "pages")]
     print(fmt_table(
         ["operation", "measured", "Redis CPU / item", "items/s per shard (1 / CPU)", "one client, items/s"],
         [[name, f"{line.items:,} {unit}", f"{1e6 * line.cpu / line.items:.1f} µs",
@@ -223,7 +224,8 @@ def report_grid(args: argparse.Namespace, web: Web, costs: ShardCosts,
 
 
 def report_plan(args: argparse.Namespace, web: Web, n: int, m: int, page_rate: float,
-                seen_bytes_per_url: float) -> None:
+                rates: measure.ShardRates) -> None:
+    seen_bytes_per_url = rates.seen_bytes_per_url
     sized = plan(Target(pages=SEED_004.pages, classes=SEED_004.classes, worker_rate=page_rate))
     policy = PolitenessPolicy()
     cycle = sum(policy.adaptive_gap(t) + t for t in web.latencies) / len(web.latencies)
@@ -241,6 +243,10 @@ def report_plan(args: argparse.Namespace, web: Web, n: int, m: int, page_rate: f
           "(parts + create + complete), and as many metadata files")
     print(f"- DNS: a host is fetched every {cycle:.1f} s on average; per-worker caches, TTL "
           f"{args.dns_ttl:g} s: {dns_lookups(args.target, cycle, m, args.dns_ttl):,.0f} lookups/s in all")
+    content = rates.content.cpu / rates.content.items
+    print(f"- the crawl's first server (content index, robots.txt cache, seeds: not sharded by host): "
+          f"{args.target:,.0f} content checks/s x {1e6 * content:.0f} µs = "
+          f"{args.target * content:.0%} of one Redis CPU for content checks alone")
 
 
 def main() -> None:
@@ -266,7 +272,7 @@ def main() -> None:
     worker = args.worker_rate or cpu.rate
     smallest = report_grid(args, web, costs, worker)
     if smallest:
-        report_plan(args, web, *smallest, worker, rates.seen_bytes_per_url)
+        report_plan(args, web, *smallest, worker, rates)
     print(f"\n({'quick run, ' if args.quick else ''}{time.monotonic() - began:.0f} s in all)")
 
 

@@ -119,7 +119,7 @@ def test_costs_are_fitted_from_two_batch_sizes():
     small, large = Line(100, 100, 100 * 12e-6, 1.0), Line(10, 320, 10 * 74e-6, 1.0)
     assert fit(small, large) == pytest.approx((1e-5, 2e-6))
     links_small, links_large = Line(100, 100, 100 * 5e-6, 1.0), Line(10, 600, 10 * 64e-6, 1.0)
-    rates = ShardRates(small, large, links_small, links_large, 14.0, 1e-4)
+    rates = ShardRates(small, large, links_small, links_large, 14.0, 1e-4, Line(1, 1, 1e-5, 1.0))
     costs = rates.costs()
     assert costs.claim_call + costs.report_call + costs.ack_call == pytest.approx(1e-5)  # a step's 4 calls
     assert costs.claim_item + costs.report_item + costs.ack_item == pytest.approx(2e-6)
