@@ -16,8 +16,8 @@ fewer, shorter simulations). Everything it starts listens on loopback only.
    from the web's log (distinct pages / first request start to last response end) is
    what one worker's CPU sustains here.
 3. **Validation**: 3 redis-servers (``REDIS_URL`` lists them: the sharded backend) x 4
-   worker processes on a test web of 60 hosts of power-law sizes (3 to 24 pages), 100 ms
-   answers, a 0.5 s gap, 2 concurrent requests per worker: measured pages/s (the web's
+   worker processes on a test web of 60 hosts of power-law sizes (3 to 16 pages), 200 ms
+   answers, a 1 s gap, 2 concurrent requests per worker: measured pages/s (the web's
    log) against the model given the same web, the same workers' start times, the shard
    costs of part 1 and the worker rate of part 2 measured in this same run.
 4. **Grid**: the model of a web of power-law host sizes and lognormal latencies (median
@@ -52,15 +52,19 @@ from crawler.plan.sizing import Target, plan
 SEED_004 = Target(pages=10e9, classes=((1.0, 5.0),))
 
 
+# The validation crawl: hosts, smallest and largest host, answer seconds, gap seconds, slots a worker.
+HOSTS, SMALLEST, LARGEST, LATENCY, GAP, SLOTS = 60, 3, 16, 0.2, 1.0, 2
+
+
 def validation(args: argparse.Namespace, tmp: Path, page_rate: float, costs: ShardCosts,
                rtt: float) -> tuple[measure.Crawl, Result, Web, Setup]:
-    hosts, latency, gap = 60, 0.1, 0.5
-    sizes = power_law_sizes(hosts, 3, 1.2, 24)
-    sites = [Site(f"v{i:03d}.test", pages=size, latency=latency) for i, size in enumerate(sizes)]
-    real = measure.sharded_crawl(tmp, sites, 3, 4, 2, gap, args.run_timeout)
+    hosts, gap = HOSTS, GAP
+    sizes = power_law_sizes(hosts, SMALLEST, 1.2, LARGEST)
+    sites = [Site(f"v{i:03d}.test", pages=size, latency=LATENCY) for i, size in enumerate(sizes)]
+    real = measure.sharded_crawl(tmp, sites, 3, 4, SLOTS, gap, args.run_timeout)
     fetch = sum(r.end - r.start for r in real.records) / max(1, len(real.records))
     web = Web(sizes, tuple([fetch + rtt] * hosts))
-    setup = Setup(shards=3, workers=4, concurrency=2, page_rate=page_rate, links=3, rtt=rtt,
+    setup = Setup(shards=3, workers=4, concurrency=SLOTS, page_rate=page_rate, links=3, rtt=rtt,
                   starts=tuple(real.starts), policy=PolitenessPolicy(min_delay=gap, delay_factor=0))
     return real, simulate(web, setup, costs, duration=600.0), web, setup
 
@@ -96,7 +100,7 @@ def grid(args: argparse.Namespace, web: Web, costs: ShardCosts,
          page_rate: float) -> list[tuple[int, int, Result, float]]:
     shards0, workers0 = grid_centre(args, costs, page_rate)
     shard_steps = (1.0, 1.25) if args.quick else (0.8, 1.0, 1.25)
-    worker_steps = (1.0, 1.2) if args.quick else (0.9, 1.0, 1.15, 1.3)
+    worker_steps = (1.0, 1.2) if args.quick else (1.0, 1.15, 1.3)
     rows = []
     for n in sorted({max(1, round(shards0 * f)) for f in shard_steps}):
         for m in sorted({max(1, round(workers0 * f)) for f in worker_steps}):
@@ -172,11 +176,12 @@ def report_shard(args: argparse.Namespace, rates: measure.ShardRates, costs: Sha
 
 
 def report_validation(real: measure.Crawl, sim: Result, page_rate: float) -> float:
-    overlaps, short = real.politeness(0.5)
+    overlaps, short = real.politeness(GAP)
     error = (sim.span_rate - real.rate) / real.rate
     print("## 3. Validation: 3 redis-server shards x 4 workers, real against model\n")
-    print(f"- test web: 60 hosts, {sum(power_law_sizes(60, 3, 1.2, 24))} pages (3 to 24 a host, power "
-          "law), 100 ms answers; POLITENESS_MIN_DELAY 0.5 s (factor 0); CONCURRENT_REQUESTS 2 a worker; "
+    print(f"- test web: {HOSTS} hosts, {sum(power_law_sizes(HOSTS, SMALLEST, 1.2, LARGEST))} pages "
+          f"({SMALLEST} to {LARGEST} a host, power law), {1e3 * LATENCY:.0f} ms answers; "
+          f"POLITENESS_MIN_DELAY {GAP:g} s (factor 0); CONCURRENT_REQUESTS {SLOTS} a worker; "
           "REDIS_URL = 3 servers; worker starts (s after the first request): "
           f"{', '.join(f'{s:.2f}' for s in real.starts)}")
     print(f"- model given: these starts, the shard costs of part 1, {page_rate:.1f} pages/s a worker "

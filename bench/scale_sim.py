@@ -10,7 +10,8 @@ check it on small cases by hand. What it models, as the code does it:
   claim script takes ``now`` from the worker).
 * **A worker** is one Scrapy process with ``concurrency`` download slots and one thread.
   It claims as many hosts as it has free slots, from the shards in turn, one round trip
-  each, until it has enough or has asked every shard (``ShardedRedisFrontier.claim_many``);
+  each, until it has enough or has asked every shard, each round starting one shard
+  after the previous round's start (``ShardedRedisFrontier.claim_many``);
   a round that got some claims is followed by another at once (the engine asks again),
   one that got none sleeps until the earliest host falls due (the scheduler's wake-up),
   or the engine's 5 s heartbeat when nothing is queued.
@@ -235,12 +236,12 @@ class Simulation:
         self.claiming[w] = True
         self.wake_at[w] = None
         self.round[w] = [0, 0, self.free[w], None]
+        self.turn[w] = (self.turn[w] + 1) % self.setup.shards  # each round starts one shard on
         self._ask_next_shard(w, now)
 
     def _ask_next_shard(self, w: int, now: float) -> None:
         state = self.round[w]
-        shard = self.turn[w]
-        self.turn[w] = (shard + 1) % self.setup.shards
+        shard = (self.turn[w] + state[0]) % self.setup.shards
         state[0] += 1
         self.claim_calls += 1
         # b: the worker's clock at sending (the claim's "now"); c: the shard asked
