@@ -115,13 +115,6 @@ def grid(args: argparse.Namespace, web: Web, costs: ShardCosts,
     return rows
 
 
-def dns_lookups(rate: float, cycle: float, workers: int, ttl: float) -> float:
-    """Lookups/s when each worker caches answers for ``ttl`` and any worker may fetch any
-    host: a worker sees a given host again after workers x cycle seconds on average
-    (Poisson), so a fetch misses its cache with probability exp(-ttl / (workers x cycle))."""
-    return rate * math.exp(-ttl / (workers * cycle))
-
-
 def options() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -228,12 +221,9 @@ def report_grid(args: argparse.Namespace, web: Web, costs: ShardCosts,
     return n, m
 
 
-def report_plan(args: argparse.Namespace, web: Web, n: int, m: int, page_rate: float,
-                rates: measure.ShardRates) -> None:
+def report_plan(args: argparse.Namespace, n: int, m: int, rates: measure.ShardRates) -> None:
     seen_bytes_per_url = rates.seen_bytes_per_url
-    sized = plan(Target(pages=SEED_004.pages, classes=SEED_004.classes, worker_rate=page_rate))
-    policy = PolitenessPolicy()
-    cycle = sum(policy.adaptive_gap(t) + t for t in web.latencies) / len(web.latencies)
+    sized = plan(Target(pages=SEED_004.pages, classes=SEED_004.classes, workers=m, dns_ttl=args.dns_ttl))
     stored = args.target * args.stored_kb * 1e3
     files = stored / defaults.STORE_ROLL_BYTES  # WARC files rolled at STORE_ROLL_BYTES
     parts = stored / (16 * 2**20)  # multipart uploads in 16 MiB parts (crawler/store/s3.py)
@@ -246,8 +236,9 @@ def report_plan(args: argparse.Namespace, web: Web, n: int, m: int, page_rate: f
     print(f"- S3: {args.stored_kb:g} KB stored a page: {stored / 1e6:,.0f} MB/s, {files:.1f} WARC files/s "
           f"of {defaults.STORE_ROLL_BYTES / 2**20:.0f} MiB, about {parts + 2 * files:.0f} PUT requests/s "
           "(parts + create + complete), and as many metadata files")
-    print(f"- DNS: a host is fetched every {cycle:.1f} s on average; per-worker caches, TTL "
-          f"{args.dns_ttl:g} s: {dns_lookups(args.target, cycle, m, args.dns_ttl):,.0f} lookups/s in all")
+    print(f"- DNS (`scrapy plan --pages 1e10 --change 100%:5 --workers {m} --dns-ttl {args.dns_ttl:g}`): "
+          f"{sized.dns_per_worker:,.0f} lookups/s with a cache in each worker, {sized.dns_shared:,.0f}/s "
+          "through one cache shared by all")
     content = rates.content.cpu / rates.content.items
     print(f"- the crawl's first server (content index, robots.txt cache, seeds: not sharded by host): "
           f"{args.target:,.0f} content checks/s x {1e6 * content:.0f} µs = "
@@ -277,7 +268,7 @@ def main() -> None:
     worker = args.worker_rate or cpu.rate
     smallest = report_grid(args, web, costs, worker)
     if smallest:
-        report_plan(args, web, *smallest, worker, rates)
+        report_plan(args, *smallest, rates)
     print(f"\n({'quick run, ' if args.quick else ''}{time.monotonic() - began:.0f} s in all)")
 
 

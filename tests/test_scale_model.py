@@ -1,6 +1,5 @@
 """bench/scale_sim.py, the model behind bench/scale_model.py: small cases computed by hand."""
 
-import math
 import sys
 from pathlib import Path
 
@@ -8,7 +7,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
-import scale_model
 import scale_sim as sim
 from scale_measure import Line, ShardRates, fit
 
@@ -124,8 +122,3 @@ def test_costs_are_fitted_from_two_batch_sizes():
     assert costs.claim_call + costs.report_call + costs.ack_call == pytest.approx(1e-5)  # a step's 4 calls
     assert costs.claim_item + costs.report_item + costs.ack_item == pytest.approx(2e-6)
     assert (costs.link_call, costs.link_item) == pytest.approx((4e-6, 1e-6))
-
-
-def test_dns_lookups_fall_as_the_ttl_outlasts_a_workers_revisits():
-    assert scale_model.dns_lookups(1000, 5.0, 10, ttl=0.0) == 1000
-    assert scale_model.dns_lookups(1000, 5.0, 10, ttl=50.0) == pytest.approx(1000 / math.e)
