@@ -2,7 +2,7 @@
 discrete-event model (``bench/scale_sim.py``) calibrated on this machine, checked
 against a real sharded crawl, then run over a grid of N shards x M workers.
 
-Run: ``python bench/scale_model.py`` (about 10 minutes) or ``--quick`` (under 2 minutes:
+Run: ``python bench/scale_model.py`` (about 12 minutes) or ``--quick`` (about 2 minutes:
 fewer, shorter simulations). Everything it starts listens on loopback only.
 
 1. **Per shard** (one redis-server started on a free loopback port, one ``RedisFrontier``,
