@@ -10,7 +10,8 @@ fewer, shorter simulations). Everything it starts listens on loopback only.
    ``--batch`` pairs over 1,000 always-due hosts, and per link check (``add``, 90% of the
    URLs already seen) one a call (what the scheduler sends today) and ``--links`` a call.
    A shard is one single-threaded Redis, so its capacity is 1 / its CPU per operation.
-   Seen-set bytes per URL: ``MEMORY USAGE`` of the seen keys after the fill.
+   Seen-set bytes per URL: ``MEMORY USAGE`` of the seen keys after the fill. And the
+   content-seen check of a page (``RedisContentIndex``), which runs on the first server.
 2. **Per worker**: one ``scrapy crawl web`` process on the test web (100 hosts x 20 pages, quick 10,
    no latency, no gap, ``CONCURRENT_REQUESTS`` 16) with a local Redis frontier: pages/s
    from the web's log (distinct pages / first request start to last response end) is
@@ -23,7 +24,7 @@ fewer, shorter simulations). Everything it starts listens on loopback only.
 4. **Grid**: the model of a web of power-law host sizes and lognormal latencies (median
    0.5 s), the crawler's default politeness (gap = max(1 s, 10 x fetch time), at most
    30 s), ``--page-links`` link checks a page, ``--rtt`` worker-shard round trips: fetch
-   rate, shard utilisation, worker CPU use and politeness violations for each N x M, and
+   rate, shard utilisation, worker thread use and politeness violations for each N x M, and
    the smallest (fewest processes) that reaches ``--target``; then the plan's other
    figures for it (``crawler.plan.sizing`` for the arithmetic it already does).
 """
@@ -206,7 +207,7 @@ def report_grid(args: argparse.Namespace, web: Web, costs: ShardCosts,
           "over those seconds: a crawl in full swing)\n")
     rows = grid(args, web, costs, page_rate)
     print(fmt_table(
-        ["shards N", "workers M", "fetches/s", "shard use max", "shard use mean", "worker CPU use",
+        ["shards N", "workers M", "fetches/s", "shard use max", "shard use mean", "worker thread busy",
          "violations", "claim calls/fetch"],
         [[str(n), str(m), f"{r.fetch_rate:,.0f}", f"{max(r.shard_utilisation):.0%}",
           f"{sum(r.shard_utilisation) / n:.0%}", f"{r.worker_utilisation:.0%}", str(r.violations),
