@@ -44,6 +44,14 @@ def test_workers_are_the_rate_over_a_measured_worker_rate():
     assert plan(Target()).workers is None
 
 
+def test_dns_lookups_are_one_per_ttl_and_cycle_per_host_and_cache():
+    # seed 000: 1,885 pages/s, a host every 5.5 s (5 s gap + 0.5 s): 10,367 hosts in cycle
+    result = plan(Target(worker_rate=100))
+    assert round(result.dns_shared, 1) == round(1_885.0 * 5.5 / (300 + 5.5), 1)  # one cache: ~34/s
+    assert round(result.dns_per_worker) == round(1_885.0 * 5.5 * 19 / (300 + 19 * 5.5))  # 19 caches
+    assert plan(Target(dns_ttl=1)).dns_shared == plan(Target(dns_ttl=60)).dns_shared  # DNS_MIN_TTL
+
+
 @pytest.mark.parametrize(
     "text, classes",
     [

@@ -67,6 +67,11 @@ class Command(ScrapyCommand):
             "bench/crawl_speed.py on a 2-core machine)",
         )
 
+        parser.add_argument("--workers", type=int, default=0,
+                            help="worker processes, if known (default: rate / worker rate)")
+        parser.add_argument("--dns-ttl", type=float, default=d.dns_ttl,
+                            help="a typical DNS record's TTL, seconds (300)")
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args:
             raise UsageError("scrapy plan takes options only (see --help)")
@@ -83,6 +88,8 @@ class Command(ScrapyCommand):
             "worker-rate": opts.worker_rate,
         }
         bad = [name for name, value in numbers.items() if value <= 0]
+        if opts.workers < 0 or opts.dns_ttl < 0:
+            bad.append("workers or dns-ttl")
         if bad or opts.gap_factor < 0 or opts.min_gap < 0 or not 0 < opts.fp_rate < 1:
             raise UsageError(f"out of range: {', '.join(bad) or 'gap-factor, min-gap or fp-rate'}")
         target = Target(
@@ -96,5 +103,7 @@ class Command(ScrapyCommand):
             url_bytes=opts.url_bytes,
             false_positive_rate=opts.fp_rate,
             worker_rate=opts.worker_rate,
+            workers=opts.workers,
+            dns_ttl=opts.dns_ttl,
         )
         print("\n".join(report(target, plan(target))))

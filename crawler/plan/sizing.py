@@ -4,14 +4,16 @@ From the target (pages kept fresh, how often shares of them change, page size, f
 latency, politeness gap, URLs discovered, Bloom false-positive rate) to the rates
 and sizes that bound it: fetch rate, connections in flight (Little's law: rate x
 latency), back queues (rate x gap: hosts that must be ready at once, each serving
-one page per gap), bandwidth, the seen set's memory, and workers at a measured
-per-worker rate.
+one page per gap), bandwidth, the seen set's memory, workers at a measured
+per-worker rate, and DNS lookups.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from crawler import defaults
 
 __all__ = ["Plan", "Target", "parse_classes", "plan", "report"]
 
@@ -50,6 +52,8 @@ class Target:
     url_bytes: float = 80.0  # an average URL, for the set of strings
     false_positive_rate: float = 0.01  # SEEN_SET_ERROR_RATE of a Bloom seen set
     worker_rate: float = 0.0  # pages/s one worker sustains, as measured (0: not given)
+    workers: int = 0  # worker processes, when known (0: rate / worker_rate)
+    dns_ttl: float = 300.0  # a typical DNS record's TTL, seconds
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,17 @@ class Plan:
     bloom_bits_per_url: float
     seen_bloom: float
     workers: int | None
+    dns_shared: float  # lookups/s through one cache shared by every worker
+    dns_per_worker: float | None  # lookups/s when each worker process keeps its own cache
+
+
+def dns_lookups(rate: float, cycle: float, caches: int, ttl: float) -> float:
+    """Lookups/s when the fetches of a host (one every ``cycle`` seconds) are spread over
+    ``caches`` caches: a cache sees the host every ``caches x cycle`` seconds and asks
+    again at the first visit after its answer expired, so once every ttl + caches x cycle
+    seconds; the hosts in cycle at once are rate x cycle (Little's law)."""
+    kept = min(max(ttl, defaults.DNS_MIN_TTL), defaults.DNS_MAX_TTL)
+    return rate * cycle * caches / (kept + caches * cycle)
 
 
 def plan(target: Target) -> Plan:
@@ -74,6 +89,8 @@ def plan(target: Target) -> Plan:
     rate = fetches_per_day / SECONDS_PER_DAY
     gap = max(target.min_gap, target.gap_factor * target.latency)
     bits = -math.log(target.false_positive_rate) / math.log(2) ** 2  # optimal Bloom filter
+    workers = target.workers or (math.ceil(rate / target.worker_rate) if target.worker_rate > 0 else None)
+    cycle = gap + target.latency
     return Plan(
         fetches_per_day=fetches_per_day,
         fetch_rate=rate,
@@ -85,7 +102,9 @@ def plan(target: Target) -> Plan:
         seen_exact=target.urls * FINGERPRINT_BYTES,
         bloom_bits_per_url=bits,
         seen_bloom=target.urls * bits / 8,
-        workers=math.ceil(rate / target.worker_rate) if target.worker_rate > 0 else None,
+        workers=workers,
+        dns_shared=dns_lookups(rate, cycle, 1, target.dns_ttl),
+        dns_per_worker=dns_lookups(rate, cycle, workers, target.dns_ttl) if workers else None,
     )
 
 
@@ -139,8 +158,22 @@ def report(target: Target, result: Plan) -> list[str]:
         ),
     ]
     if result.workers is not None:
+        why = "given" if target.workers else f"rate / {target.worker_rate:g} pages/s per worker (measured)"
+        rows.append(("workers", f"{result.workers:,}", why))
+    rows.append(
+        (
+            "DNS lookups, one cache",
+            f"{result.dns_shared:,.0f}/s",
+            f"a host in cycle asked once per TTL ({target.dns_ttl:g} s) + a cycle; one cache for all workers",
+        )
+    )
+    if result.dns_per_worker is not None:
         rows.append(
-            ("workers", f"{result.workers:,}", f"rate / {target.worker_rate:g} pages/s per worker (measured)")
+            (
+                "DNS lookups, a cache each",
+                f"{result.dns_per_worker:,.0f}/s",
+                f"each of the {result.workers:,} workers keeping its own cache (GuardedResolver)",
+            )
         )
     width = max(len(name) for name, _, _ in rows)
     value_width = max(len(value) for _, value, _ in rows)
