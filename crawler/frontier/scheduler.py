@@ -13,11 +13,14 @@ from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet import defer
 from twisted.internet.task import LoopingCall
+from twisted.python.failure import Failure
 
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.frontier.api import Claim, Entry, Fetch, Frontier, Revisit, fetch_seconds_counts
+from crawler.frontier.calls import calls_for
 from crawler.frontier.codec import (
     ATTEMPTS_META,
     LEASE_META,
@@ -41,10 +44,18 @@ from crawler.frontier.policy import (
     is_permanent,
     is_unreachable,
 )
-from crawler.frontier.redis import RedisFrontier
 from crawler.frontier.revisit import RevisitPolicy, lastmod_time
-from crawler.frontier.sharded import ShardedRedisFrontier
 from crawler.frontier.timers import EarliestCall
+from crawler.frontier.upkeep import (
+    Counts,
+    Opening,
+    PendingCounts,
+    Upkeep,
+    claim_due,
+    promote_revisits,
+    take_new_hosts,
+    upkeep,
+)
 from crawler.items import Page
 
 if TYPE_CHECKING:
@@ -103,13 +114,18 @@ class FrontierScheduler(BaseScheduler):
         self._warned: set[str] = set()
         self._concurrency = max(1, crawler.settings.getint("CONCURRENT_REQUESTS"))
         self._claimed: deque[Claim] = deque()  # claimed in one batch, not yet asked for
+        self._claiming: defer.Deferred | None = None  # the claim on its way
+        self._upkeeping = False
+        self._said_pending = True  # the last answer to has_pending_requests
         self._timers: list[LoopingCall] = []
         self._unanswered: dict[str, int] = {}  # host: its fetches in a row that got no answer
         self._given_up: set[str] = set()  # hosts whose queues went to the dead letters
         self.engine = EngineAdapter(crawler)
         self.waker = EarliestCall(self.engine.wake)
         self.revisit_timer = EarliestCall(self._promote_due_revisits)
-        self.outbox = Outbox(frontier, crawler.stats.inc_value, self.waker.in_seconds)
+        self.calls = calls_for(frontier)
+        self.outbox = Outbox(self.calls, crawler.stats.inc_value, self.waker.in_seconds)
+        self.pending = PendingCounts()
         self.leases = LeaseBook()
         self.fetches = FetchReports(self._fetches_ended)
         self.fetches.connect(crawler.signals)
@@ -148,14 +164,24 @@ class FrontierScheduler(BaseScheduler):
 
     # ---------------------------------------------------------------- lifecycle
 
-    def open(self, spider: Spider) -> None:
+    def open(self, spider: Spider) -> defer.Deferred:
+        """Read the frontier as this worker finds it (off the reactor), then start the timers."""
         self.spider = spider
-        self._promote_due_revisits()  # a rerun revisits what has fallen due since
-        done = self.frontier.done_count()
-        if done and not self.frontier.has_pending() and not self.continuous:
-            self._say_finished(done)
-        elif done or self.frontier.queued:
-            logger.info("Resuming the crawl: %d URLs done, %d queued", done, self.frontier.queued)
+        written, started = self.outbox.written, self.pending.start()
+        d = self.calls.run(Opening.read, self.frontier, time.time())
+        d.addCallback(self._opened, written, started)
+        return d
+
+    def _opened(self, opening: Opening, written: int, started: float) -> None:
+        self.pending.update(opening.counts, written, started)
+        if opening.promoted:  # a rerun revisits what has fallen due since
+            self.crawler.stats.inc_value("revisit/due", opening.promoted)
+        if opening.next_revisit is not None:
+            self.revisit_timer.at(opening.next_revisit)
+        if opening.done and not opening.pending and not self.continuous:
+            self._say_finished(opening)
+        elif opening.done or opening.counts.queued:
+            logger.info("Resuming the crawl: %d URLs done, %d queued", opening.done, opening.counts.queued)
         self._key_new_hosts()
         # Often enough that a worker beats at least three times per FRONTIER_WORKER_TIMEOUT.
         housekeeping = min(5.0, self.crawler.settings.getfloat(
@@ -166,46 +192,56 @@ class FrontierScheduler(BaseScheduler):
             timer.start(interval, now=False)
             self._timers.append(timer)
 
-    def _say_finished(self, done: int) -> None:
+    def _say_finished(self, opening: Opening) -> None:
         fresh = fresh_crawl_command(sys.argv, self.crawl_id, time.strftime("%Y%m%d-%H%M%S"))
         if isinstance(self.frontier, EmbeddedFrontier):
             how = f"delete {self.frontier.db_path.parent} and run the same command again, or run:\n  {fresh}"
         else:
             how = (f"run `scrapy forget {self.crawl_id} -s REDIS_URL=...` and the same command again, "
                    f"or run:\n  {fresh}")
-        revisits = self.frontier.revisits
         later = ""
-        if revisits:
-            next_at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.frontier.next_revisit()))
-            later = (f"; {revisits} URLs are revisited as they fall due (the next at {next_at}): rerun "
-                     "then, or crawl with -s CRAWL_CONTINUOUS=True")
+        if opening.next_revisit is not None:
+            next_at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(opening.next_revisit))
+            later = (f"; {opening.counts.revisits} URLs are revisited as they fall due (the next at "
+                     f"{next_at}): rerun then, or crawl with -s CRAWL_CONTINUOUS=True")
         logger.warning("Crawl %s already finished (%d URLs done, state in %s): URLs seen then are not "
                        "fetched again%s. To crawl afresh, %s",
-                       self.crawl_id, done, self.frontier.describe(), later, how)
+                       self.crawl_id, opening.done, opening.description, later, how)
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str) -> defer.Deferred:
+        """Send every step still waiting (the engine waits for it), then close the frontier."""
         self._closed = self.keys.closed = True
         for timer in self._timers:
             if timer.running:
                 timer.stop()
         self.waker.cancel()
         self.revisit_timer.cancel()
+        return defer.ensureDeferred(self._close())
+
+    async def _close(self) -> None:
+        if self._claiming is not None:  # its claims go back to their queues as they come
+            await self._claiming
         # Requests still in progress keep their lease: the next run fetches them again.
         self.fetches.flush()
         self._ack_finished()
         while self._claimed:  # claimed but never handed out: back to their queues
             claim = self._claimed.popleft()
             self._write("requeue", claim.fp, claim.token, claim.request)
-        self._housekeeping(force=True)
-        if self.outbox:
+        if await self.outbox.drain():
+            self._upkeeping = False
+            await self._housekeeping()
+            if not self.persist and not isinstance(self.frontier, EmbeddedFrontier):
+                await self.calls.run(self._forget_if_finished)
+        else:
             logger.error("%d frontier steps could not reach Redis; their URLs will be fetched "
                          "again once their leases expire", len(self.outbox))
-        if isinstance(self.frontier, RedisFrontier | ShardedRedisFrontier) and not self.persist:
-            self._forget_if_finished()
-        self.frontier.close()
+        self.outbox.cancel()
+        await self.calls.run(self.frontier.close)
+        self.calls.stop()
 
     def _forget_if_finished(self) -> None:
-        """``SCHEDULER_PERSIST = False``: a finished crawl's keys go with its last worker."""
+        """In the I/O thread, ``SCHEDULER_PERSIST = False``: a finished crawl's keys go with
+        its last worker."""
         try:
             if not self.frontier.has_pending():
                 logger.info("Crawl %s finished: %d keys deleted (SCHEDULER_PERSIST = False)",
@@ -215,65 +251,102 @@ class FrontierScheduler(BaseScheduler):
 
     # ---------------------------------------------------------------- housekeeping
 
-    def _write(self, name: str, *args: Any, default: Any = None) -> Any:
-        """A frontier step, through the outbox (it waits there while Redis is down)."""
-        return self.outbox.write(name, *args, default=default)
+    def _write(self, name: str, *args: Any) -> defer.Deferred:
+        """A frontier step, through the outbox: sent in order, off the reactor (it waits
+        there while Redis is down); the Deferred fires with its result."""
+        return self.outbox.write(name, *args)
+
+    def _call_failed(self, failure: Failure) -> None:
+        """A read or upkeep off the reactor failed: Redis is down (the outbox backs off), or a bug."""
+        if failure.check(RedisError):
+            self.outbox.outage(failure.value)
+        else:
+            logger.error("Frontier call failed", exc_info=(failure.type, failure.value, failure.tb))
 
     def _commit(self) -> None:
         self._ack_finished()
-        self.frontier.commit()
+        self.calls.run(self.frontier.commit).addErrback(self._call_failed)
 
-    def _housekeeping(self, force: bool = False) -> None:
+    def _housekeeping(self) -> defer.Deferred | None:
         """Renew our leases, beat, reap the dead's, promote due retries and revisits, and
-        publish the frontier's gauges and counters as stats."""
-        if not self.outbox.flush(force):
-            return
-        now = time.time()
-        try:
-            # Our own requests may wait long (robots.txt, slow pipelines): their leases are
-            # ours, so renew them; reaping is for the leases of workers that died.
-            expires = now + self.frontier.lease_seconds
-            for fp, token in self.leases.leases():
-                self.frontier.renew(fp, token, expires)
-            for claim in self._claimed:
-                self.frontier.renew(claim.fp, claim.token, expires)
-            for worker, leases, silent in self.frontier.heartbeat(now):
-                logger.warning("Worker %s has been silent for %.0f s: its %d leased URLs are queued "
-                               "again and their hosts freed", worker, silent, leases)
-            self.frontier.reap(now)
-            if self.frontier.due_retries(now):
-                self.waker.in_seconds(0)
-            self._promote_due_revisits()
-            stats = self.crawler.stats
-            for key, value in self.frontier.gauges(now).items():
-                stats.set_value(f"frontier/{key}", value)
-            for key, value in self.frontier.counters.items():
-                stats.set_value(f"frontier/{key}", value)
-            stats.set_value("frontier/awaiting_store", self.leases.awaiting_store)
-            stats.set_value("frontier/awaiting_upload", self.leases.awaiting_upload)
-        except RedisError as error:
-            self.outbox.outage(error)
+        publish the frontier's gauges and counters as stats: one job off the reactor. It runs
+        while Redis is down too: its first success ends the outage."""
+        if self._upkeeping:
+            return None
+        self._upkeeping = True
+        leases = list(self.leases.leases()) + [(c.fp, c.token) for c in self._claimed]
+        written, started = self.outbox.written, self.pending.start()
+        d = self.calls.run(upkeep, self.frontier, leases, time.time())
+        d.addCallback(self._upkept, written, started)
+        d.addErrback(self._upkeep_failed)
+        return d
+
+    def _upkeep_failed(self, failure: Failure) -> None:
+        self._upkeeping = self.pending.reading = False
+        self._call_failed(failure)
+
+    def _upkept(self, result: Upkeep, written: int, started: float) -> None:
+        self._upkeeping = False
+        self.pending.update(result.counts, written, started)
+        self.outbox.answered()
+        for worker, leases, silent in result.dead_workers:
+            logger.warning("Worker %s has been silent for %.0f s: its %d leased URLs are queued "
+                           "again and their hosts freed", worker, silent, leases)
+        if result.due_revisits:
+            self.crawler.stats.inc_value("revisit/due", result.due_revisits)
+        if result.due_retries or result.due_revisits:
+            self.waker.in_seconds(0)
+        if result.next_revisit is not None and not self._closed:
+            self.revisit_timer.at(result.next_revisit)
+        stats = self.crawler.stats
+        for key, value in {**result.gauges, **result.counters}.items():
+            stats.set_value(f"frontier/{key}", value)
+        stats.set_value("frontier/awaiting_store", self.leases.awaiting_store)
+        stats.set_value("frontier/awaiting_upload", self.leases.awaiting_upload)
 
     # ---------------------------------------------------------------- engine side
 
     def has_pending_requests(self) -> bool:
+        """Answered from this worker's state and the last read of the frontier's counts (a
+        fresh read starts off the reactor when that one is old): never a call to Redis here."""
         self._ack_finished()
-        if self.outbox and not self.outbox.flush():
+        self._said_pending = self._pending()
+        return self._said_pending
+
+    def _pending(self) -> bool:
+        # A claim on its way needs no say: what it may claim is in the counts as queued or leased.
+        if self._claimed or not self.outbox.idle or self.outbox.down:
             return True  # never close a crawl while its frontier is unreachable
-        try:
-            # Leases that wait only for this worker's uploads or fsyncs do not keep the
-            # crawl open: the last are done when the store closes.
-            pending = self.frontier.queued + self.frontier.leased + self.frontier.waiting
-            if pending - self.leases.awaiting_store > 0:
-                return True
-            # Continuous: asleep until the next revisit falls due (its timer wakes the engine);
-            # pages waiting to be safely stored become revisits once they are.
-            return self.continuous and (self.frontier.revisits > 0 or self.leases.awaiting_store > 0)
-        except RedisError as error:
-            self.outbox.outage(error)
+        written = self.outbox.written
+        if self.pending.stale(written) and not self.pending.reading:
+            started = self.pending.start()
+            d = self.calls.run(Counts.read, self.frontier)
+            d.addCallback(self._counts_read, written, started)
+            d.addErrback(self._counts_failed)
+        if not self.pending.holds(written):
             return True
+        counts = self.pending.counts
+        # Leases that wait only for this worker's uploads or fsyncs do not keep the
+        # crawl open: the last are done when the store closes.
+        if counts.queued + counts.leased + counts.waiting - self.leases.awaiting_store > 0:
+            return True
+        # Continuous: asleep until the next revisit falls due (its timer wakes the engine);
+        # pages waiting to be safely stored become revisits once they are.
+        return self.continuous and (counts.revisits > 0 or self.leases.awaiting_store > 0)
+
+    def _counts_read(self, counts: Counts, written: int, started: float) -> None:
+        self.pending.update(counts, written, started)
+        self.outbox.answered()
+        if self._said_pending and not self._pending():
+            self.engine.wake()  # the engine asks again, and hears that nothing is left
+
+    def _counts_failed(self, failure: Failure) -> None:
+        self.pending.reading = False
+        self._call_failed(failure)
 
     def enqueue_request(self, request: Request) -> bool:
+        """Always True once the request is stored to be sent: whether its URL is new is the
+        frontier's answer, which comes later, off the reactor (``frontier/enqueued``)."""
         fp = int.from_bytes(self.crawler.request_fingerprinter.fingerprint(request)[:8], "big")
         inherited = request.meta.pop(LEASE_META, None)
         request.meta.pop(FETCH_META, None)
@@ -290,28 +363,45 @@ class FrontierScheduler(BaseScheduler):
             for key in dropped:
                 self._warn_once(f"meta:{key}", "Request for %s: meta[%r] cannot be stored as JSON; it "
                                 "is dropped from this and every later request", request.url, key)
-        # A retry of the URL its lease holds goes back to the queue; that lease ends.
-        if inherited is not None and inherited[0] == fp and self._write(
-                "requeue", fp, inherited[1], data, default=True):
-            self.crawler.stats.inc_value("frontier/requeued")
-            return True
         host = urlparse_cached(request).hostname or ""
-        level = self.levels.level(request.meta.get("depth", 0), request.priority)
-        added = self._write("add", [Entry(fp, host, level, data)], request.dont_filter, default=[True])[0]
-        if added:
+        entry = Entry(fp, host, self.levels.level(request.meta.get("depth", 0), request.priority), data)
+        add = (entry, request.dont_filter, request.meta.get("sitemap_lastmod"))
+        # A retry of the URL its lease holds goes back to the queue; that lease ends.
+        if inherited is not None and inherited[0] == fp:
+            self._write("requeue", fp, inherited[1], data).addCallback(self._requeued, add)
+        else:
+            self._add(*add)
+        return True
+
+    def _requeued(self, requeued: bool, add: tuple[Entry, bool, str | None]) -> None:
+        if requeued:
+            self.crawler.stats.inc_value("frontier/requeued")
+        else:  # its lease had ended: an add as any other
+            self._add(*add)
+
+    def _add(self, entry: Entry, force: bool, lastmod: str | None) -> None:
+        self._write("add", [entry], force).addCallback(self._added, entry, lastmod)
+
+    def _added(self, added: list[bool], entry: Entry, lastmod: str | None) -> None:
+        if added[0]:
             self.crawler.stats.inc_value("frontier/enqueued")
-        elif request.meta.get("sitemap_lastmod"):
-            self._sitemap_says_changed(fp, host, request.meta["sitemap_lastmod"])
+        elif lastmod:
+            self._sitemap_says_changed(entry.fp, entry.host, lastmod)
         self._key_new_hosts()
-        return added
 
     def _sitemap_says_changed(self, fp: int, host: str, lastmod: str) -> None:
         """A sitemap's <lastmod> later than a URL's last fetch makes its revisit due now."""
-        scheduled = self._write("revisit_at", fp, host)
-        if (scheduled and RevisitPolicy.due_by_lastmod(scheduled[1], lastmod_time(lastmod))
-                and self._write("hasten_revisit", fp, host, time.time(), default=False)):
-            self.crawler.stats.inc_value("revisit/lastmod")
-            self.revisit_timer.in_seconds(0)
+
+        def read(scheduled: tuple[float, float] | None) -> None:
+            if scheduled and RevisitPolicy.due_by_lastmod(scheduled[1], lastmod_time(lastmod)):
+                self._write("hasten_revisit", fp, host, time.time()).addCallback(hastened)
+
+        def hastened(done: bool) -> None:
+            if done:
+                self.crawler.stats.inc_value("revisit/lastmod")
+                self.revisit_timer.in_seconds(0)
+
+        self._write("revisit_at", fp, host).addCallback(read)
 
     def _warn_once(self, key: str, message: str, *args: Any) -> None:
         """One WARNING per kind of bad request (a callback, a meta key), not one per URL."""
@@ -320,11 +410,13 @@ class FrontierScheduler(BaseScheduler):
             logger.warning(message, *args)
 
     def next_request(self) -> Request | None:
+        """The next claimed request, from the local buffer; an empty buffer is refilled off the
+        reactor, and the engine woken when the claims are in."""
         self._ack_finished()
-        if self.outbox and not self.outbox.flush():
-            return None
-        if not self._claimed and not self._claim(time.time()):
-            return None
+        if not self._claimed:
+            self._claim()
+            if not self._claimed:
+                return None
         result = self._claimed.popleft()
         request = request_from_json(result.request, self.spider)
         request.meta[LEASE_META] = (result.fp, result.token)
@@ -332,19 +424,33 @@ class FrontierScheduler(BaseScheduler):
         self.crawler.stats.inc_value("frontier/claims")
         return request
 
-    def _claim(self, now: float) -> bool:
-        """Claim as many due hosts as the downloader has free slots, in one step; False
-        when none is due (the engine is woken when the next one falls due)."""
+    def _claim(self) -> None:
+        """Claim as many due hosts as the downloader has free slots, in one step; when none
+        is due, the engine is woken as the next one falls due."""
+        if self._claiming is not None or self.outbox.down or self._closed:
+            return
         limit = max(1, self._concurrency - len(self.leases))
-        try:
-            claims, wait = self.frontier.claim_many(now, limit)
-        except RedisError as error:
-            self.outbox.outage(error)
-            return False
+        self._claiming = d = self.calls.run(claim_due, self.frontier, limit)
+        d.addCallback(self._claims_in)
+        d.addErrback(self._claim_failed)
+
+    def _claims_in(self, result: tuple[list[Claim], float | None]) -> None:
+        self._claiming = None
+        self.outbox.answered()
+        claims, wait = result
+        if self._closed:  # came back after close: to their queues
+            for claim in claims:
+                self._write("requeue", claim.fp, claim.token, claim.request)
+            return
         self._claimed.extend(claims)
-        if wait is not None and not claims:
+        if claims:
+            self.engine.wake()
+        elif wait is not None:
             self.waker.in_seconds(wait)
-        return bool(claims)
+
+    def _claim_failed(self, failure: Failure) -> None:
+        self._claiming = None
+        self._call_failed(failure)
 
     # ---------------------------------------------------------------- ends of leases
 
@@ -382,12 +488,15 @@ class FrontierScheduler(BaseScheduler):
         """Queue the revisits that are due; wake the engine, and again for the next one."""
         if self._closed:
             return
-        due = self._write("due_revisits", time.time(), default=0)
+        d = self.calls.run(promote_revisits, self.frontier, time.time())
+        d.addCallbacks(self._revisits_promoted, self._call_failed)
+
+    def _revisits_promoted(self, result: tuple[int, float | None]) -> None:
+        due, upcoming = result
         if due:
             self.crawler.stats.inc_value("revisit/due", due)
             self.waker.in_seconds(0)
-        upcoming = self._write("next_revisit", default=None)
-        if upcoming is not None:
+        if upcoming is not None and not self._closed:
             self.revisit_timer.at(upcoming)
 
     def _failed(self, request: Request, fp: int, token: int, reason: str) -> None:
@@ -420,12 +529,15 @@ class FrontierScheduler(BaseScheduler):
 
     def _give_up_host(self, host: str, reason: str, now: float) -> None:
         """The host's queued URLs are dead letters too; said once per host."""
-        dead = self._write("dead_letter_host", host, reason, now, default=0)
-        self.crawler.stats.inc_value("frontier/dead_letters", dead)
-        if host not in self._given_up:
-            self._given_up.add(host)
-            logger.warning("Host %s given up after its last try (%s): its %d queued URLs are dead "
-                           "letters too", host, reason, dead)
+
+        def given_up(dead: int) -> None:
+            self.crawler.stats.inc_value("frontier/dead_letters", dead)
+            if host not in self._given_up:
+                self._given_up.add(host)
+                logger.warning("Host %s given up after its last try (%s): its %d queued URLs are dead "
+                               "letters too", host, reason, dead)
+
+        self._write("dead_letter_host", host, reason, now).addCallback(given_up)
 
     def _hold(self, host: str, reason: str, now: float) -> float | None:
         """Hold a host that did not answer until its next probe; None: give it up."""
@@ -436,9 +548,10 @@ class FrontierScheduler(BaseScheduler):
         self._write("defer", host, now + hold)
         self.crawler.stats.inc_value("frontier/hosts_held")
         if hold >= 60:
-            waiting = self._write("host_queued", host, default=0)
-            logger.warning("Host %s did not answer (%s): held %.0f s, %d more URLs wait; next try at %s",
-                           host, reason, hold, waiting, time.strftime("%H:%M:%S", time.localtime(now + hold)))
+            self._write("host_queued", host).addCallback(
+                lambda waiting: logger.warning(
+                    "Host %s did not answer (%s): held %.0f s, %d more URLs wait; next try at %s", host,
+                    reason, hold, waiting, time.strftime("%H:%M:%S", time.localtime(now + hold))))
         return hold
 
     def _host_answered(self, response: Response, request: Request) -> None:
@@ -450,8 +563,9 @@ class FrontierScheduler(BaseScheduler):
 
     def _promote_due_retries(self) -> None:
         """A retry of ours falls due now (housekeeping promotes the others' too)."""
-        if not self._closed and self._write("due_retries", time.time(), default=0):
-            self.waker.in_seconds(0)
+        if not self._closed:
+            self._write("due_retries", time.time()).addCallback(
+                lambda due: due and self.waker.in_seconds(0))
 
     def _item_scraped(self, item: Any, response: Response) -> None:
         if isinstance(item, Page):  # a project's own items are not pages stored
@@ -492,8 +606,8 @@ class FrontierScheduler(BaseScheduler):
 
     def _robots_fetched(self, host: str, seconds: float) -> bool:
         """robots.txt was the host's fetch: its next one waits the policy's gap."""
-        until = time.time() + self.frontier.policy.adaptive_gap(seconds)
-        return self._write("defer", host, until, default=True)
+        self._write("defer", host, time.time() + self.frontier.policy.adaptive_gap(seconds))
+        return True
 
     def _host_demoted(self, host: str, margin: int) -> None:
         self._write("demote", host, margin)
@@ -506,10 +620,11 @@ class FrontierScheduler(BaseScheduler):
 
     def _host_unavailable(self, host: str, until: float) -> bool:
         """Hold the host's URLs until ``until``; True: its requests may come back to us."""
-        return self._write("defer", host, until, default=True)
+        self._write("defer", host, until)
+        return True
 
     def _key_new_hosts(self) -> None:
         """With ``POLITENESS_PER_IP``, resolve each new host; it is held until then."""
-        names, self.frontier.new_hosts = self.frontier.new_hosts, []
-        if names:
-            self.keys.resolve(names)
+        if self.frontier.new_hosts:  # a peek: the list is taken in the thread that fills it
+            self.calls.run(take_new_hosts, self.frontier).addCallbacks(
+                lambda names: names and self.keys.resolve(names), self._call_failed)
