@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,10 @@ class InlineCalls:
     def run(self, fn: Callable[..., Any], *args: Any) -> defer.Deferred:
         return defer.maybeDeferred(fn, *args)
 
+    def waiting_for(self) -> float:
+        """Nothing waits: each call is over when ``run`` returns."""
+        return 0.0
+
     def stop(self) -> None:
         """Nothing runs elsewhere."""
 
@@ -40,11 +45,25 @@ class ThreadCalls:
         self.frontier = frontier
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="frontier-io")
         self._pool.start()
+        self._since: float | None = None  # when the running call started
 
     def run(self, fn: Callable[..., Any], *args: Any) -> defer.Deferred:
         from twisted.internet import reactor
 
-        return threads.deferToThreadPool(reactor, self._pool, fn, *args)
+        return threads.deferToThreadPool(reactor, self._pool, self._timed, fn, *args)
+
+    def _timed(self, fn: Callable[..., Any], *args: Any) -> Any:
+        self._since = time.monotonic()
+        try:
+            return fn(*args)
+        finally:
+            self._since = None
+
+    def waiting_for(self) -> float:
+        """Seconds the running call has waited so far (0: none runs): a stalled Redis shows here
+        long before the socket timeout."""
+        since = self._since
+        return 0.0 if since is None else time.monotonic() - since
 
     def stop(self) -> None:
         """Wait for the calls asked for, then end the thread."""

@@ -41,7 +41,9 @@ class Outbox:
     While the shared frontier is unreachable each step, and every later one, waits here in
     order and is replayed when it answers, with backoff (0.5 s doubling to 30 s): nothing
     is lost, and the outage is logged once at WARNING and once when it ends. ``retry_in``
-    hears each backoff, so the caller can wake up to try again. Stat: ``frontier/redis_errors``."""
+    hears each backoff (and 0 when the outage ends), so the caller can wake up to try again.
+    A call that hangs (a stalled Redis) is an outage too (``stalled``). Stats:
+    ``frontier/redis_errors``, ``frontier/redis_stalls``."""
 
     def __init__(self, calls: Any, inc_stat: Callable[[str], None],
                  retry_in: Callable[[float], None]) -> None:
@@ -153,6 +155,17 @@ class Outbox:
         logger.warning("Redis is back after %.1f s; buffered steps replayed",
                        time.monotonic() - self._down_since)
         self._down_since, self._backoff = None, 0.0
+        self.retry_in(0.0)
+
+    def stalled(self, waited: float) -> None:
+        """A call has waited ``waited`` seconds for Redis: an outage (logged once), though the
+        call may still get its answer; the steps after it wait in order."""
+        if self._down_since is not None:
+            return
+        self._down_since = time.monotonic() - waited
+        self.inc_stat("frontier/redis_stalls")
+        logger.warning("Redis has not answered for %.0f s: frontier steps wait in order, downloads in "
+                       "flight go on", waited)
 
     def outage(self, error: Exception) -> None:
         """A call failed: back off before the next try."""

@@ -126,6 +126,7 @@ class FrontierScheduler(BaseScheduler):
         self.calls = calls_for(frontier)
         self.outbox = Outbox(self.calls, crawler.stats.inc_value, self.waker.in_seconds)
         self.pending = PendingCounts()
+        self.stall_seconds = crawler.settings.getfloat("REDIS_STALL_SECONDS", defaults.REDIS_STALL_SECONDS)
         self.leases = LeaseBook()
         self.fetches = FetchReports(self._fetches_ended)
         self.fetches.connect(crawler.signals)
@@ -187,7 +188,9 @@ class FrontierScheduler(BaseScheduler):
         housekeeping = min(5.0, self.crawler.settings.getfloat(
             "FRONTIER_WORKER_TIMEOUT", defaults.FRONTIER_WORKER_TIMEOUT) / 3)
         self._housekeeping()  # the first heartbeat, before any claim
-        for interval, step in ((self.commit_interval, self._commit), (housekeeping, self._housekeeping)):
+        watch = min(1.0, self.stall_seconds / 2)
+        for interval, step in ((self.commit_interval, self._commit), (housekeeping, self._housekeeping),
+                               (watch, self._watch)):
             timer = LoopingCall(step)
             timer.start(interval, now=False)
             self._timers.append(timer)
@@ -262,6 +265,12 @@ class FrontierScheduler(BaseScheduler):
             self.outbox.outage(failure.value)
         else:
             logger.error("Frontier call failed", exc_info=(failure.type, failure.value, failure.tb))
+
+    def _watch(self) -> None:
+        """A frontier call waiting longer than ``REDIS_STALL_SECONDS``: Redis is stalled."""
+        waited = self.calls.waiting_for()
+        if waited >= self.stall_seconds:
+            self.outbox.stalled(waited)
 
     def _commit(self) -> None:
         self._ack_finished()
