@@ -1,10 +1,12 @@
 -- ARGV[3] now, ARGV[4] lease expiry, ARGV[5] most claims, ARGV[6] worker id; weights per
 -- level follow. Claims up to ARGV[5] URLs, one per due host (each lease takes its token
--- from P tokens). Returns {wait, fp, token, host, request, ...}: wait is the seconds until
--- the next host is due when fewer were claimed ('' when none is queued, '0' when full).
+-- from P tokens). Returns {wait, fp, token, host, request, backoff, last_gap, crawl_delay,
+-- ...}: wait is the seconds until the next host is due when fewer were claimed ('' when none
+-- is queued, '0' when full); the last three are the group's times as stored, so that the
+-- release after the fetch need not read them again (fetched.lua checks they still hold).
 local now, most, worker = tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[6]
 local out = {'0'}
-while (#out - 1) / 4 < most do
+while (#out - 1) / 7 < most do
   local top = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
   if #top == 0 then out[1] = ''; return out end
   local host, allowed = top[1], tonumber(top[2])
@@ -13,7 +15,8 @@ while (#out - 1) / 4 < most do
   local h = P .. 'host:' .. host
   local group, held = unpack(redis.call('HMGET', h, 'group', 'held'))
   local g = P .. 'group:' .. group
-  local next_allowed, busy = unpack(redis.call('HMGET', g, 'next_allowed', 'busy'))
+  local next_allowed, busy, backoff, last_gap, delay = unpack(redis.call(
+    'HMGET', g, 'next_allowed', 'busy', 'backoff', 'last_gap', 'crawl_delay'))
   local group_allowed = tonumber(next_allowed or '0')
   if held ~= '1' and not busy then
     if group_allowed > allowed then
@@ -57,6 +60,9 @@ while (#out - 1) / 4 < most do
         out[#out + 1] = token
         out[#out + 1] = host
         out[#out + 1] = request
+        out[#out + 1] = backoff or '0'
+        out[#out + 1] = last_gap or '0'
+        out[#out + 1] = delay or '0'
       end
     end
   end
