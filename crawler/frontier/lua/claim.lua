@@ -5,15 +5,20 @@
 -- is queued, '0' when full); the last three are the group's times as stored, so that the
 -- release after the fetch need not read them again (fetched.lua checks they still hold).
 local now, most, worker = tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[6]
+local levels = tonumber(ARGV[1])
+local fields = {'group', 'held', 'fetched'}  -- then the level credits c0, c1, ...
+for level = 0, levels - 1 do fields[level + 4] = 'c' .. level end
 local out = {'0'}
-while (#out - 1) / 7 < most do
+local claimed = 0
+while claimed < most do
   local top = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
-  if #top == 0 then out[1] = ''; return out end
+  if #top == 0 then out[1] = ''; break end
   local host, allowed = top[1], tonumber(top[2])
-  if allowed > now then out[1] = tostring(allowed - now); return out end
+  if allowed > now then out[1] = tostring(allowed - now); break end
   redis.call('ZREM', P .. 'ready', host)
   local h = P .. 'host:' .. host
-  local group, held = unpack(redis.call('HMGET', h, 'group', 'held'))
+  local stored = redis.call('HMGET', h, unpack(fields))  -- one read of all the host needs
+  local group, held = stored[1], stored[2]
   local g = P .. 'group:' .. group
   local next_allowed, busy, backoff, last_gap, delay = unpack(redis.call(
     'HMGET', g, 'next_allowed', 'busy', 'backoff', 'last_gap', 'crawl_delay'))
@@ -23,11 +28,9 @@ while (#out - 1) / 7 < most do
       schedule(host)  -- another host of its group fetched since: back at the right time
     else
       -- smooth weighted round robin among non-empty levels
-      local best, total, credits, names = -1, 0, {}, {}
-      for level = 0, tonumber(ARGV[1]) - 1 do names[level + 1] = 'c' .. level end
-      local stored = redis.call('HMGET', h, unpack(names))
-      for level = 0, tonumber(ARGV[1]) - 1 do
-        credits[level] = tonumber(stored[level + 1] or '0')
+      local best, total, credits = -1, 0, {}
+      for level = 0, levels - 1 do
+        credits[level] = tonumber(stored[level + 4] or '0')
         if redis.call('LLEN', P .. 'q:' .. host .. ':' .. level) > 0 then
           local w = tonumber(ARGV[7 + level])
           credits[level] = credits[level] + w
@@ -37,8 +40,8 @@ while (#out - 1) / 7 < most do
       end
       if best >= 0 then
         credits[best] = credits[best] - total
-        local pairs_ = {}
-        for level = 0, tonumber(ARGV[1]) - 1 do
+        local pairs_ = {'fetched', tonumber(stored[3] or '0') + 1}
+        for level = 0, levels - 1 do
           pairs_[#pairs_ + 1] = 'c' .. level
           pairs_[#pairs_ + 1] = credits[level]
         end
@@ -46,12 +49,9 @@ while (#out - 1) / 7 < most do
         local entry = cjson.decode(redis.call('LPOP', P .. 'q:' .. host .. ':' .. best))
         local fp, request = entry[1], entry[2]
         local token = redis.call('INCR', P .. 'tokens')
-        redis.call('HINCRBY', P .. 'counters', 'queued', -1)
-        redis.call('HINCRBY', h, 'fetched', 1)
+        claimed = claimed + 1
         redis.call('HSET', g, 'busy', fp)
-        for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do
-          redis.call('ZREM', P .. 'ready', member)
-        end
+        redis.call('ZREM', P .. 'ready', unpack(redis.call('SMEMBERS', P .. 'members:' .. group)))
         redis.call('HSET', P .. 'lease:' .. fp, 'token', token, 'host', host, 'level', best,
                    'request', request, 'fetching', 1, 'worker', worker)
         redis.call('ZADD', P .. 'leases', tonumber(ARGV[4]), fp)
@@ -67,4 +67,5 @@ while (#out - 1) / 7 < most do
     end
   end
 end
+if claimed > 0 then redis.call('HINCRBY', P .. 'counters', 'queued', -claimed) end
 return out
