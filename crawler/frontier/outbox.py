@@ -45,9 +45,10 @@ class Outbox:
     A call that hangs (a stalled Redis) is an outage too (``stalled``). Stats:
     ``frontier/redis_errors``, ``frontier/redis_stalls``."""
 
-    def __init__(self, calls: Any, inc_stat: Callable[[str], None],
-                 retry_in: Callable[[float], None]) -> None:
+    def __init__(self, calls: Any, inc_stat: Callable[[str], None], retry_in: Callable[[float], None],
+                 later: Callable[[float, Callable[[], None]], Any] = call_later) -> None:
         self.calls = calls
+        self.later = later  # (seconds, fn) -> a call that can be cancelled
         self.inc_stat = inc_stat
         self.retry_in = retry_in
         self.written = 0  # steps ever written: a read issued before the latest write is stale
@@ -98,7 +99,7 @@ class Outbox:
             return
         if time.monotonic() < self._retry_at:
             if self._timer is None:
-                self._timer = call_later(self._retry_at - time.monotonic(), self._retry)
+                self._timer = self.later(self._retry_at - time.monotonic(), self._retry)
             return
         self._sending = True
         batch = [(name, args) for name, args, _ in list(self._steps)[:BATCH]]
@@ -178,7 +179,7 @@ class Outbox:
         self._retry_at = now + self._backoff
         self.retry_in(self._backoff)
         if self._steps and self._timer is None and not self._sending:
-            self._timer = call_later(self._backoff, self._retry)
+            self._timer = self.later(self._backoff, self._retry)
 
     def cancel(self) -> None:
         """Stop retrying (at close, after the last drain)."""
