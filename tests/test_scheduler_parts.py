@@ -8,11 +8,12 @@ from redis import ConnectionError as RedisConnectionError
 from scrapy import Request
 from scrapy.http import Response
 
+from crawler.frontier.api import Entry
 from crawler.frontier.calls import InlineCalls
 from crawler.frontier.codec import FAILED_META, revisit_request
 from crawler.frontier.fetches import FETCH_META, FetchReports
 from crawler.frontier.leases import LeaseBook
-from crawler.frontier.outbox import Outbox
+from crawler.frontier.outbox import Outbox, run_steps
 from crawler.frontier.upkeep import Counts, PendingCounts
 
 
@@ -152,3 +153,33 @@ def test_a_revisit_request_is_conditional_and_drops_what_belonged_to_one_fetch()
     assert again.meta == {"depth": 2, "revisit": state, "handle_httpstatus_list": [304]}
     plain = revisit_request(request, state, conditional=False)  # a spider that cannot read a 304
     assert b"If-None-Match" not in plain.headers and "handle_httpstatus_list" not in plain.meta
+
+
+class CountingFrontier:
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self.calls: list[tuple] = []
+
+    def add(self, entries, force=False):
+        self.calls.append(("add", len(entries), force))
+        added = []
+        for e in entries:  # in order, as every backend: a URL twice in one call is added once
+            added.append(e.fp not in self.seen or force)
+            self.seen.add(e.fp)
+        return added
+
+    def ack_many(self, leases):
+        self.calls.append(("ack_many", len(leases)))
+        return [True] * len(leases)
+
+
+def test_a_run_of_adds_goes_as_one_call_and_each_step_hears_its_own_answer():
+    frontier = CountingFrontier()
+    a, b, c = (Entry(fp, "a.test", 0, "{}") for fp in (1, 2, 3))
+    steps = [("add", ([a], False)), ("add", ([b, a], False)), ("ack_many", ([(9, 9)],)),
+             ("add", ([a], True)), ("add", ([c], False))]
+    results, error = run_steps(frontier, steps)
+    answers = [value for ok, value in results]
+    assert error is None and all(ok for ok, _ in results)
+    assert answers == [[True], [True, False], [True], [True], [True]]
+    assert frontier.calls == [("add", 3, False), ("ack_many", 1), ("add", 1, True), ("add", 1, False)]

@@ -22,15 +22,29 @@ BATCH = 256
 def run_steps(frontier: Any, steps: list[tuple[str, tuple]]
               ) -> tuple[list[tuple[bool, Any]], Exception | None]:
     """In the I/O thread: the steps in order, until Redis fails (the rest waits). Each
-    result is (True, value), or (False, Failure) for a step that failed otherwise (bad input)."""
+    result is (True, value), or (False, Failure) for a step that failed otherwise (bad input).
+    A run of adds (the links of a page, one step each) goes as one ``add``: one script, whose
+    answer is split back, and all or none of it is done."""
     results: list[tuple[bool, Any]] = []
-    for name, args in steps:
+    i = 0
+    while i < len(steps):
+        name, args = steps[i]
+        run = 1
+        if name == "add":
+            while i + run < len(steps) and steps[i + run][0] == "add" and steps[i + run][1][1:] == args[1:]:
+                run += 1
         try:
-            results.append((True, getattr(frontier, name)(*args)))
+            if run == 1:
+                results.append((True, getattr(frontier, name)(*args)))
+            else:
+                batch = [list(steps[k][1][0]) for k in range(i, i + run)]
+                added = iter(frontier.add([e for entries in batch for e in entries], *args[1:]))
+                results += [(True, [next(added) for _ in entries]) for entries in batch]
         except RedisError as error:
             return results, error
         except Exception:  # one bad step must not hold up the others
-            results.append((False, Failure()))
+            results += [(False, Failure())] * run
+        i += run
     return results, None
 
 
