@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from redis import RedisError
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
-from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import defer
 from twisted.internet.task import LoopingCall
@@ -22,7 +21,6 @@ from crawler import signals as crawler_signals
 from crawler.frontier.api import Claim, Entry, Fetch, Frontier, Revisit, fetch_seconds_counts
 from crawler.frontier.calls import calls_for
 from crawler.frontier.codec import (
-    ATTEMPTS_META,
     LEASE_META,
     mark_failed,
     request_from_json,
@@ -33,6 +31,7 @@ from crawler.frontier.crawl_id import crawl_id_of, fresh_crawl_command
 from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.engine import EngineAdapter
 from crawler.frontier.factory import open_frontier
+from crawler.frontier.failures import FailureChain
 from crawler.frontier.fetches import FETCH_META, FetchReports
 from crawler.frontier.hostkeys import PolitenessKeys
 from crawler.frontier.leases import LeaseBook
@@ -40,9 +39,6 @@ from crawler.frontier.outbox import Outbox
 from crawler.frontier.policy import (
     PriorityLevels,
     RetryPolicy,
-    is_exhausted,
-    is_permanent,
-    is_unreachable,
 )
 from crawler.frontier.revisit import RevisitPolicy, lastmod_time
 from crawler.frontier.timers import EarliestCall
@@ -118,8 +114,6 @@ class FrontierScheduler(BaseScheduler):
         self._upkeeping = False
         self._said_pending = True  # the last answer to has_pending_requests
         self._timers: list[LoopingCall] = []
-        self._unanswered: dict[str, int] = {}  # host: its fetches in a row that got no answer
-        self._given_up: set[str] = set()  # hosts whose queues went to the dead letters
         self.engine = EngineAdapter(crawler)
         self.waker = EarliestCall(self.engine.wake)
         self.revisit_timer = EarliestCall(self._promote_due_revisits)
@@ -128,6 +122,8 @@ class FrontierScheduler(BaseScheduler):
         self.pending = PendingCounts()
         self.stall_seconds = crawler.settings.getfloat("REDIS_STALL_SECONDS", defaults.REDIS_STALL_SECONDS)
         self.leases = LeaseBook()
+        self.failures = FailureChain(self._write, crawler.stats, self.retry, lambda: self.waker.in_seconds(0),
+                                     crawl_id, lambda: not self._closed)
         self.fetches = FetchReports(self._fetches_ended)
         self.fetches.connect(crawler.signals)
         self.keys = PolitenessKeys(lambda name, key: self._write("set_politeness_key", name, key),
@@ -141,7 +137,7 @@ class FrontierScheduler(BaseScheduler):
             (self._item_scraped, signals.item_scraped),
             (self._page_stored, crawler_signals.page_captured),
             (self._stored_safely, crawler_signals.store_safe),
-            (self._host_answered, signals.response_downloaded),
+            (self.failures.host_answered, signals.response_downloaded),
             (self._host_demoted, crawler_signals.host_demoted),
         ):
             crawler.signals.connect(handler, signal=signal)
@@ -470,7 +466,7 @@ class FrontierScheduler(BaseScheduler):
             return
         finished = self.leases.finished(in_progress)
         for request, fp, token, reason in finished.failed:
-            self._failed(request, fp, token, reason)
+            self.failures.failed(request, fp, token, reason, self.spider)
         if finished.kept:
             self.crawler.stats.inc_value("frontier/kept_leases", finished.kept)
         self._done(finished.done)
@@ -507,74 +503,6 @@ class FrontierScheduler(BaseScheduler):
             self.waker.in_seconds(0)
         if upcoming is not None and not self._closed:
             self.revisit_timer.at(upcoming)
-
-    def _failed(self, request: Request, fp: int, token: int, reason: str) -> None:
-        """The URL failed (fetch, callback, pipeline or store): retry it after the next
-        delay of the chain, durably in the frontier, or give it up as a dead letter. A
-        host that gave no answer is held as a whole, one probe per delay of the chain,
-        and after the last its queued URLs are dead letters too."""
-        attempts = request.meta.get(ATTEMPTS_META, 0) + 1
-        request.meta[ATTEMPTS_META] = attempts
-        data, _ = request_to_json(request, self.spider)
-        delay = self.retry.delay_after(attempts, reason)
-        now = time.time()
-        host = urlparse_cached(request).hostname or ""
-        if delay is not None and is_unreachable(reason) and not is_permanent(reason):
-            delay = self._hold(host, reason, now)
-        if delay is None:
-            self._write("dead_letter", fp, token, data, reason, now)
-            self.crawler.stats.inc_value("frontier/dead_letters")
-            logger.warning("Giving up %s after %d attempts (%s): a dead letter (scrapy deadletters %s)",
-                           request.url, attempts, reason, self.crawl_id)
-            if is_exhausted(reason) or is_permanent(reason) or (
-                    is_unreachable(reason) and self._unanswered.get(host, 0) > len(self.retry.delays)):
-                self._give_up_host(host, reason, now)
-            return
-        self._write("retry_later", fp, token, data, now + delay)
-        call_later(delay, self._promote_due_retries)
-        self.crawler.stats.inc_value("frontier/retries")
-        logger.info("%s failed (%s, attempt %d): tried again in %.0f s", request.url, reason,
-                    attempts, delay)
-
-    def _give_up_host(self, host: str, reason: str, now: float) -> None:
-        """The host's queued URLs are dead letters too; said once per host."""
-
-        def given_up(dead: int) -> None:
-            self.crawler.stats.inc_value("frontier/dead_letters", dead)
-            if host not in self._given_up:
-                self._given_up.add(host)
-                logger.warning("Host %s given up after its last try (%s): its %d queued URLs are dead "
-                               "letters too", host, reason, dead)
-
-        self._write("dead_letter_host", host, reason, now).addCallback(given_up)
-
-    def _hold(self, host: str, reason: str, now: float) -> float | None:
-        """Hold a host that did not answer until its next probe; None: give it up."""
-        failures = self._unanswered[host] = self._unanswered.get(host, 0) + 1
-        hold = self.retry.delay_after(failures)
-        if hold is None:
-            return None  # given up until it answers: its later failures are dead letters at once
-        self._write("defer", host, now + hold)
-        self.crawler.stats.inc_value("frontier/hosts_held")
-        if hold >= 60:
-            self._write("host_queued", host).addCallback(
-                lambda waiting: logger.warning(
-                    "Host %s did not answer (%s): held %.0f s, %d more URLs wait; next try at %s", host,
-                    reason, hold, waiting, time.strftime("%H:%M:%S", time.localtime(now + hold))))
-        return hold
-
-    def _host_answered(self, response: Response, request: Request) -> None:
-        """Any answer ends a host's run of unanswered fetches."""
-        if self._unanswered or self._given_up:
-            host = urlparse_cached(request).hostname or ""
-            self._unanswered.pop(host, None)
-            self._given_up.discard(host)
-
-    def _promote_due_retries(self) -> None:
-        """A retry of ours falls due now (housekeeping promotes the others' too)."""
-        if not self._closed:
-            self._write("due_retries", time.time()).addCallback(
-                lambda due: due and self.waker.in_seconds(0))
 
     def _item_scraped(self, item: Any, response: Response) -> None:
         if isinstance(item, Page):  # a project's own items are not pages stored
