@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from redis import RedisError
@@ -18,8 +17,7 @@ from twisted.python.failure import Failure
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.frontier.api import Claim, Entry, Fetch, Frontier, Revisit, fetch_seconds_counts
-from crawler.frontier.calls import calls_for
+from crawler.frontier.api import Entry, Fetch, Frontier, Revisit, fetch_seconds_counts
 from crawler.frontier.codec import (
     LEASE_META,
     mark_failed,
@@ -35,7 +33,7 @@ from crawler.frontier.failures import FailureChain
 from crawler.frontier.fetches import FETCH_META, FetchReports
 from crawler.frontier.hostkeys import PolitenessKeys
 from crawler.frontier.leases import LeaseBook
-from crawler.frontier.outbox import Outbox
+from crawler.frontier.link import FrontierLink
 from crawler.frontier.policy import (
     PriorityLevels,
     RetryPolicy,
@@ -43,11 +41,8 @@ from crawler.frontier.policy import (
 from crawler.frontier.revisit import RevisitPolicy, lastmod_time
 from crawler.frontier.timers import EarliestCall
 from crawler.frontier.upkeep import (
-    Counts,
     Opening,
-    PendingCounts,
     Upkeep,
-    claim_due,
     promote_revisits,
     take_new_hosts,
     upkeep,
@@ -82,16 +77,22 @@ class FrontierScheduler(BaseScheduler):
     The frontier is embedded (SQLite under ``FRONTIER_DIR``) or, with ``REDIS_URL``,
     shared in Redis by every worker started with the same ``CRAWL_ID``.
 
-    Its parts, each with one job: ``Outbox`` (steps that wait out a Redis outage),
-    ``LeaseBook`` (what each lease waits for), ``FetchReports`` (the downloader's
-    signals, batched), ``PolitenessKeys`` (per-IP keys), ``EarliestCall`` (the engine's
-    and the revisits' wake-ups) and ``EngineAdapter``; this class wires them to Scrapy
-    and the frontier.
+    No call to a Redis frontier runs on the reactor: Scrapy's synchronous calls are
+    answered from this worker's state (claims buffered, counts from the last read), and
+    every frontier call runs in an I/O thread (``FrontierLink``), so a stalled Redis
+    stalls no download.
+
+    Its parts, each with one job: ``FrontierLink`` (calls off the reactor, claims buffered,
+    counts), ``Outbox`` (writes in order, through a Redis outage), ``LeaseBook`` (what each
+    lease waits for), ``FailureChain`` (retries and dead letters), ``FetchReports`` (the
+    downloader's signals, batched), ``PolitenessKeys`` (per-IP keys), ``EarliestCall`` (the
+    engine's and the revisits' wake-ups) and ``EngineAdapter``; this class wires them to
+    Scrapy and the frontier.
 
     Settings: ``REDIS_URL``, ``FRONTIER_DIR``, ``CRAWL_ID``, ``POLITENESS_*``, ``HOST_PAGE_BUDGET``,
     ``FRONTIER_PRIORITY_LEVELS``, ``FRONTIER_LEASE_SECONDS``,
     ``FRONTIER_COMMIT_INTERVAL``, ``FRONTIER_CACHE_KIB``, ``FRONTIER_RETRY_DELAYS``,
-    ``CRAWL_CONTINUOUS``.
+    ``CRAWL_CONTINUOUS``, ``REDIS_STALL_SECONDS``.
     """
 
     def __init__(self, crawler: Crawler, frontier: Frontier, levels: PriorityLevels,
@@ -109,18 +110,16 @@ class FrontierScheduler(BaseScheduler):
         self._closed = False
         self._warned: set[str] = set()
         self._concurrency = max(1, crawler.settings.getint("CONCURRENT_REQUESTS"))
-        self._claimed: deque[Claim] = deque()  # claimed in one batch, not yet asked for
-        self._claiming: defer.Deferred | None = None  # the claim on its way
         self._upkeeping = False
         self._said_pending = True  # the last answer to has_pending_requests
         self._timers: list[LoopingCall] = []
         self.engine = EngineAdapter(crawler)
         self.waker = EarliestCall(self.engine.wake)
         self.revisit_timer = EarliestCall(self._promote_due_revisits)
-        self.calls = calls_for(frontier)
-        self.outbox = Outbox(self.calls, crawler.stats.inc_value, self.waker.in_seconds)
-        self.pending = PendingCounts()
-        self.stall_seconds = crawler.settings.getfloat("REDIS_STALL_SECONDS", defaults.REDIS_STALL_SECONDS)
+        stall = crawler.settings.getfloat("REDIS_STALL_SECONDS", defaults.REDIS_STALL_SECONDS)
+        self.link = FrontierLink(frontier, crawler.stats.inc_value, self.engine.wake,
+                                 self.waker.in_seconds, stall)
+        self.link.counts_read = self._counts_read
         self.leases = LeaseBook()
         self.failures = FailureChain(self._write, crawler.stats, self.retry, lambda: self.waker.in_seconds(0),
                                      crawl_id, lambda: not self._closed)
@@ -164,13 +163,9 @@ class FrontierScheduler(BaseScheduler):
     def open(self, spider: Spider) -> defer.Deferred:
         """Read the frontier as this worker finds it (off the reactor), then start the timers."""
         self.spider = spider
-        written, started = self.outbox.written, self.pending.start()
-        d = self.calls.run(Opening.read, self.frontier, time.time())
-        d.addCallback(self._opened, written, started)
-        return d
+        return self.link.read_with_counts(Opening.read, self.frontier, time.time()).addCallback(self._opened)
 
-    def _opened(self, opening: Opening, written: int, started: float) -> None:
-        self.pending.update(opening.counts, written, started)
+    def _opened(self, opening: Opening) -> None:
         if opening.promoted:  # a rerun revisits what has fallen due since
             self.crawler.stats.inc_value("revisit/due", opening.promoted)
         if opening.next_revisit is not None:
@@ -184,9 +179,9 @@ class FrontierScheduler(BaseScheduler):
         housekeeping = min(5.0, self.crawler.settings.getfloat(
             "FRONTIER_WORKER_TIMEOUT", defaults.FRONTIER_WORKER_TIMEOUT) / 3)
         self._housekeeping()  # the first heartbeat, before any claim
-        watch = min(1.0, self.stall_seconds / 2)
+        watch = min(1.0, self.link.stall_seconds / 2)
         for interval, step in ((self.commit_interval, self._commit), (housekeeping, self._housekeeping),
-                               (watch, self._watch)):
+                               (watch, self.link.watch)):
             timer = LoopingCall(step)
             timer.start(interval, now=False)
             self._timers.append(timer)
@@ -218,25 +213,22 @@ class FrontierScheduler(BaseScheduler):
         return defer.ensureDeferred(self._close())
 
     async def _close(self) -> None:
-        if self._claiming is not None:  # its claims go back to their queues as they come
-            await self._claiming
+        await self.link.give_back()
         # Requests still in progress keep their lease: the next run fetches them again.
         self.fetches.flush()
         self._ack_finished()
-        while self._claimed:  # claimed but never handed out: back to their queues
-            claim = self._claimed.popleft()
-            self._write("requeue", claim.fp, claim.token, claim.request)
-        if await self.outbox.drain():
+        outbox = self.link.outbox
+        if await outbox.drain():
             self._upkeeping = False
             await self._housekeeping()
             if not self.persist and not isinstance(self.frontier, EmbeddedFrontier):
-                await self.calls.run(self._forget_if_finished)
+                await self.link.run(self._forget_if_finished)
         else:
             logger.error("%d frontier steps could not reach Redis; their URLs will be fetched "
-                         "again once their leases expire", len(self.outbox))
-        self.outbox.cancel()
-        await self.calls.run(self.frontier.close)
-        self.calls.stop()
+                         "again once their leases expire", len(outbox))
+        outbox.cancel()
+        await self.link.run(self.frontier.close)
+        self.link.calls.stop()
 
     def _forget_if_finished(self) -> None:
         """In the I/O thread, ``SCHEDULER_PERSIST = False``: a finished crawl's keys go with
@@ -251,26 +243,11 @@ class FrontierScheduler(BaseScheduler):
     # ---------------------------------------------------------------- housekeeping
 
     def _write(self, name: str, *args: Any) -> defer.Deferred:
-        """A frontier step, through the outbox: sent in order, off the reactor (it waits
-        there while Redis is down); the Deferred fires with its result."""
-        return self.outbox.write(name, *args)
-
-    def _call_failed(self, failure: Failure) -> None:
-        """A read or upkeep off the reactor failed: Redis is down (the outbox backs off), or a bug."""
-        if failure.check(RedisError):
-            self.outbox.outage(failure.value)
-        else:
-            logger.error("Frontier call failed", exc_info=(failure.type, failure.value, failure.tb))
-
-    def _watch(self) -> None:
-        """A frontier call waiting longer than ``REDIS_STALL_SECONDS``: Redis is stalled."""
-        waited = self.calls.waiting_for()
-        if waited >= self.stall_seconds:
-            self.outbox.stalled(waited)
+        return self.link.write(name, *args)
 
     def _commit(self) -> None:
         self._ack_finished()
-        self.calls.run(self.frontier.commit).addErrback(self._call_failed)
+        self.link.run(self.frontier.commit).addErrback(self.link.failed)
 
     def _housekeeping(self) -> defer.Deferred | None:
         """Renew our leases, beat, reap the dead's, promote due retries and revisits, and
@@ -279,21 +256,16 @@ class FrontierScheduler(BaseScheduler):
         if self._upkeeping:
             return None
         self._upkeeping = True
-        leases = list(self.leases.leases()) + [(c.fp, c.token) for c in self._claimed]
-        written, started = self.outbox.written, self.pending.start()
-        d = self.calls.run(upkeep, self.frontier, leases, time.time())
-        d.addCallback(self._upkept, written, started)
-        d.addErrback(self._upkeep_failed)
-        return d
+        leases = list(self.leases.leases()) + [(c.fp, c.token) for c in self.link.claimed]
+        d = self.link.read_with_counts(upkeep, self.frontier, leases, time.time())
+        return d.addCallbacks(self._upkept, self._upkeep_failed)
 
     def _upkeep_failed(self, failure: Failure) -> None:
-        self._upkeeping = self.pending.reading = False
-        self._call_failed(failure)
-
-    def _upkept(self, result: Upkeep, written: int, started: float) -> None:
         self._upkeeping = False
-        self.pending.update(result.counts, written, started)
-        self.outbox.answered()
+        self.link.failed(failure)
+
+    def _upkept(self, result: Upkeep) -> None:
+        self._upkeeping = False
         for worker, leases, silent in result.dead_workers:
             logger.warning("Worker %s has been silent for %.0f s: its %d leased URLs are queued "
                            "again and their hosts freed", worker, silent, leases)
@@ -319,18 +291,9 @@ class FrontierScheduler(BaseScheduler):
         return self._said_pending
 
     def _pending(self) -> bool:
-        # A claim on its way needs no say: what it may claim is in the counts as queued or leased.
-        if self._claimed or not self.outbox.idle or self.outbox.down:
+        counts = self.link.counts()
+        if counts is None:
             return True  # never close a crawl while its frontier is unreachable
-        written = self.outbox.written
-        if self.pending.stale(written) and not self.pending.reading:
-            started = self.pending.start()
-            d = self.calls.run(Counts.read, self.frontier)
-            d.addCallback(self._counts_read, written, started)
-            d.addErrback(self._counts_failed)
-        if not self.pending.holds(written):
-            return True
-        counts = self.pending.counts
         # Leases that wait only for this worker's uploads or fsyncs do not keep the
         # crawl open: the last are done when the store closes.
         if counts.queued + counts.leased + counts.waiting - self.leases.awaiting_store > 0:
@@ -339,15 +302,9 @@ class FrontierScheduler(BaseScheduler):
         # pages waiting to be safely stored become revisits once they are.
         return self.continuous and (counts.revisits > 0 or self.leases.awaiting_store > 0)
 
-    def _counts_read(self, counts: Counts, written: int, started: float) -> None:
-        self.pending.update(counts, written, started)
-        self.outbox.answered()
+    def _counts_read(self) -> None:
         if self._said_pending and not self._pending():
             self.engine.wake()  # the engine asks again, and hears that nothing is left
-
-    def _counts_failed(self, failure: Failure) -> None:
-        self.pending.reading = False
-        self._call_failed(failure)
 
     def enqueue_request(self, request: Request) -> bool:
         """Always True once the request is stored to be sent: whether its URL is new is the
@@ -416,46 +373,20 @@ class FrontierScheduler(BaseScheduler):
 
     def next_request(self) -> Request | None:
         """The next claimed request, from the local buffer; an empty buffer is refilled off the
-        reactor, and the engine woken when the claims are in."""
+        reactor (as many due hosts as the downloader has free slots, in one step), and the
+        engine woken when the claims are in."""
         self._ack_finished()
-        if not self._claimed:
-            self._claim()
-            if not self._claimed:
+        claimed = self.link.claimed
+        if not claimed:
+            self.link.claim(max(1, self._concurrency - len(self.leases)))
+            if not claimed:
                 return None
-        result = self._claimed.popleft()
+        result = claimed.popleft()
         request = request_from_json(result.request, self.spider)
         request.meta[LEASE_META] = (result.fp, result.token)
         self.leases.hand_out(request, result.fp, result.token)
         self.crawler.stats.inc_value("frontier/claims")
         return request
-
-    def _claim(self) -> None:
-        """Claim as many due hosts as the downloader has free slots, in one step; when none
-        is due, the engine is woken as the next one falls due."""
-        if self._claiming is not None or self.outbox.down or self._closed:
-            return
-        limit = max(1, self._concurrency - len(self.leases))
-        self._claiming = d = self.calls.run(claim_due, self.frontier, limit)
-        d.addCallback(self._claims_in)
-        d.addErrback(self._claim_failed)
-
-    def _claims_in(self, result: tuple[list[Claim], float | None]) -> None:
-        self._claiming = None
-        self.outbox.answered()
-        claims, wait = result
-        if self._closed:  # came back after close: to their queues
-            for claim in claims:
-                self._write("requeue", claim.fp, claim.token, claim.request)
-            return
-        self._claimed.extend(claims)
-        if claims:
-            self.engine.wake()
-        elif wait is not None:
-            self.waker.in_seconds(wait)
-
-    def _claim_failed(self, failure: Failure) -> None:
-        self._claiming = None
-        self._call_failed(failure)
 
     # ---------------------------------------------------------------- ends of leases
 
@@ -493,8 +424,8 @@ class FrontierScheduler(BaseScheduler):
         """Queue the revisits that are due; wake the engine, and again for the next one."""
         if self._closed:
             return
-        d = self.calls.run(promote_revisits, self.frontier, time.time())
-        d.addCallbacks(self._revisits_promoted, self._call_failed)
+        d = self.link.run(promote_revisits, self.frontier, time.time())
+        d.addCallbacks(self._revisits_promoted, self.link.failed)
 
     def _revisits_promoted(self, result: tuple[int, float | None]) -> None:
         due, upcoming = result
@@ -563,5 +494,5 @@ class FrontierScheduler(BaseScheduler):
     def _key_new_hosts(self) -> None:
         """With ``POLITENESS_PER_IP``, resolve each new host; it is held until then."""
         if self.frontier.new_hosts:  # a peek: the list is taken in the thread that fills it
-            self.calls.run(take_new_hosts, self.frontier).addCallbacks(
-                lambda names: names and self.keys.resolve(names), self._call_failed)
+            self.link.run(take_new_hosts, self.frontier).addCallbacks(
+                lambda names: names and self.keys.resolve(names), self.link.failed)
