@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING, Any
 from redis import RedisError
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
-from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import defer
 from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.frontier.api import Entry, Fetch, Frontier, Revisit, fetch_seconds_counts
+from crawler.frontier.api import Fetch, Frontier, Revisit, fetch_seconds_counts
 from crawler.frontier.codec import (
     LEASE_META,
     mark_failed,
@@ -30,15 +29,15 @@ from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.engine import EngineAdapter
 from crawler.frontier.factory import open_frontier
 from crawler.frontier.failures import FailureChain
-from crawler.frontier.fetches import FETCH_META, FetchReports
+from crawler.frontier.fetches import FetchReports
 from crawler.frontier.hostkeys import PolitenessKeys
+from crawler.frontier.intake import Intake
 from crawler.frontier.leases import LeaseBook
 from crawler.frontier.link import FrontierLink
 from crawler.frontier.policy import (
     PriorityLevels,
     RetryPolicy,
 )
-from crawler.frontier.revisit import RevisitPolicy, lastmod_time
 from crawler.frontier.timers import EarliestCall
 from crawler.frontier.upkeep import (
     Opening,
@@ -108,7 +107,6 @@ class FrontierScheduler(BaseScheduler):
         self.continuous = continuous
         self.spider: Spider | None = None
         self._closed = False
-        self._warned: set[str] = set()
         self._concurrency = max(1, crawler.settings.getint("CONCURRENT_REQUESTS"))
         self._upkeeping = False
         self._said_pending = True  # the last answer to has_pending_requests
@@ -121,6 +119,8 @@ class FrontierScheduler(BaseScheduler):
                                  self.waker.in_seconds, stall)
         self.link.counts_read = self._counts_read
         self.leases = LeaseBook()
+        self.intake = Intake(crawler.request_fingerprinter, levels, crawler.stats, self._write,
+                             lambda: self.revisit_timer.in_seconds(0), self._key_new_hosts)
         self.failures = FailureChain(self._write, crawler.stats, self.retry, lambda: self.waker.in_seconds(0),
                                      crawl_id, lambda: not self._closed)
         self.fetches = FetchReports(self._fetches_ended)
@@ -307,69 +307,7 @@ class FrontierScheduler(BaseScheduler):
             self.engine.wake()  # the engine asks again, and hears that nothing is left
 
     def enqueue_request(self, request: Request) -> bool:
-        """Always True once the request is stored to be sent: whether its URL is new is the
-        frontier's answer, which comes later, off the reactor (``frontier/enqueued``)."""
-        fp = int.from_bytes(self.crawler.request_fingerprinter.fingerprint(request)[:8], "big")
-        inherited = request.meta.pop(LEASE_META, None)
-        request.meta.pop(FETCH_META, None)
-        try:
-            data, dropped = request_to_json(request, self.spider)
-        except ValueError as error:  # its callback or errback is not a method of the spider
-            self.crawler.stats.inc_value("frontier/rejected/callback")
-            callback = getattr(request.callback, "__qualname__", request.callback)
-            self._warn_once(f"callback:{callback}", "Request for %s not queued: its callback or errback "
-                            "is not a method of the spider, so it cannot be stored (%s)", request.url, error)
-            return False
-        if dropped:
-            self.crawler.stats.inc_value("frontier/meta_dropped", len(dropped))
-            for key in dropped:
-                self._warn_once(f"meta:{key}", "Request for %s: meta[%r] cannot be stored as JSON; it "
-                                "is dropped from this and every later request", request.url, key)
-        host = urlparse_cached(request).hostname or ""
-        entry = Entry(fp, host, self.levels.level(request.meta.get("depth", 0), request.priority), data)
-        add = (entry, request.dont_filter, request.meta.get("sitemap_lastmod"))
-        # A retry of the URL its lease holds goes back to the queue; that lease ends.
-        if inherited is not None and inherited[0] == fp:
-            self._write("requeue", fp, inherited[1], data).addCallback(self._requeued, add)
-        else:
-            self._add(*add)
-        return True
-
-    def _requeued(self, requeued: bool, add: tuple[Entry, bool, str | None]) -> None:
-        if requeued:
-            self.crawler.stats.inc_value("frontier/requeued")
-        else:  # its lease had ended: an add as any other
-            self._add(*add)
-
-    def _add(self, entry: Entry, force: bool, lastmod: str | None) -> None:
-        self._write("add", [entry], force).addCallback(self._added, entry, lastmod)
-
-    def _added(self, added: list[bool], entry: Entry, lastmod: str | None) -> None:
-        if added[0]:
-            self.crawler.stats.inc_value("frontier/enqueued")
-        elif lastmod:
-            self._sitemap_says_changed(entry.fp, entry.host, lastmod)
-        self._key_new_hosts()
-
-    def _sitemap_says_changed(self, fp: int, host: str, lastmod: str) -> None:
-        """A sitemap's <lastmod> later than a URL's last fetch makes its revisit due now."""
-
-        def read(scheduled: tuple[float, float] | None) -> None:
-            if scheduled and RevisitPolicy.due_by_lastmod(scheduled[1], lastmod_time(lastmod)):
-                self._write("hasten_revisit", fp, host, time.time()).addCallback(hastened)
-
-        def hastened(done: bool) -> None:
-            if done:
-                self.crawler.stats.inc_value("revisit/lastmod")
-                self.revisit_timer.in_seconds(0)
-
-        self._write("revisit_at", fp, host).addCallback(read)
-
-    def _warn_once(self, key: str, message: str, *args: Any) -> None:
-        """One WARNING per kind of bad request (a callback, a meta key), not one per URL."""
-        if key not in self._warned and len(self._warned) < 1000:
-            self._warned.add(key)
-            logger.warning(message, *args)
+        return self.intake.enqueue(request, self.spider)
 
     def next_request(self) -> Request | None:
         """The next claimed request, from the local buffer; an empty buffer is refilled off the
