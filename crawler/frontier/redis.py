@@ -73,6 +73,8 @@ _DEMOTE = _script("demote.lua")
 #: Claims' times kept for their fetch reports at most; past it they are forgotten (and read
 #: again when reported): leases that end without a fetch (requeued, closed) leave theirs.
 _CLAIM_TIMES_KEPT = 100_000
+#: Claims a claim script makes at most (its leases are written with one ZADD, within Lua's unpack limit).
+_MOST_CLAIMS = 2000
 
 
 def default_worker_id() -> str:
@@ -208,7 +210,7 @@ class RedisFrontier:
     def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
         """Up to ``limit`` claims, one per due host, in one round trip; and, when fewer,
         the seconds until the next host is due (None: nothing queued)."""
-        result = self._run("claim", now, now + self.lease_seconds, limit, self.worker_id,
+        result = self._run("claim", now, now + self.lease_seconds, min(limit, _MOST_CLAIMS), self.worker_id,
                            *self.levels.weights())
         wait = result[0].decode()
         claims = [Claim(int(result[i], 16), result[i + 2].decode(), int(result[i + 1]),

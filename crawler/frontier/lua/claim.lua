@@ -1,21 +1,26 @@
--- ARGV[3] now, ARGV[4] lease expiry, ARGV[5] most claims, ARGV[6] worker id; weights per
--- level follow. Claims up to ARGV[5] URLs, one per due host (each lease takes its token
--- from P tokens). Returns {wait, fp, token, host, request, backoff, last_gap, crawl_delay,
--- ...}: wait is the seconds until the next host is due when fewer were claimed ('' when none
--- is queued, '0' when full); the last three are the group's times as stored, so that the
--- release after the fetch need not read them again (fetched.lua checks they still hold).
+-- ARGV[3] now, ARGV[4] lease expiry, ARGV[5] most claims (a few thousand at most, as Lua's
+-- unpack allows), ARGV[6] worker id; weights per level follow. Claims up to ARGV[5] URLs,
+-- one per due host (the leases' tokens taken from P tokens at once). Returns {wait, fp,
+-- token, host, request, backoff, last_gap, crawl_delay, ...}: wait is the seconds until the
+-- next host is due when fewer were claimed ('' when none is queued, '0' when full); the
+-- last three are the group's times as stored, so that the release after the fetch need not
+-- read them again (fetched.lua checks they still hold).
 local now, most, worker = tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[6]
 local levels = tonumber(ARGV[1])
 local fields = {'group', 'held', 'fetched'}  -- then the level credits c0, c1, ...
 for level = 0, levels - 1 do fields[level + 4] = 'c' .. level end
 local out = {'0'}
-local claimed = 0
+local claimed, token = 0, nil
+local leases, fps = {}, {}  -- written in one ZADD and one SADD at the end
 while claimed < most do
-  local top = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
+  local top = redis.call('ZPOPMIN', P .. 'ready')
   if #top == 0 then out[1] = ''; break end
   local host, allowed = top[1], tonumber(top[2])
-  if allowed > now then out[1] = tostring(allowed - now); break end
-  redis.call('ZREM', P .. 'ready', host)
+  if allowed > now then  -- not due yet: back in its place
+    redis.call('ZADD', P .. 'ready', top[2], host)
+    out[1] = tostring(allowed - now)
+    break
+  end
   local h = P .. 'host:' .. host
   local stored = redis.call('HMGET', h, unpack(fields))  -- one read of all the host needs
   local group, held = stored[1], stored[2]
@@ -48,14 +53,16 @@ while claimed < most do
         redis.call('HSET', h, unpack(pairs_))
         local entry = cjson.decode(redis.call('LPOP', P .. 'q:' .. host .. ':' .. best))
         local fp, request = entry[1], entry[2]
-        local token = redis.call('INCR', P .. 'tokens')
+        -- the tokens of this call's leases, taken from P tokens at once
+        token = token and token + 1 or redis.call('INCRBY', P .. 'tokens', most) - most + 1
         claimed = claimed + 1
         redis.call('HSET', g, 'busy', fp)
         redis.call('ZREM', P .. 'ready', unpack(redis.call('SMEMBERS', P .. 'members:' .. group)))
         redis.call('HSET', P .. 'lease:' .. fp, 'token', token, 'host', host, 'level', best,
                    'request', request, 'fetching', 1, 'worker', worker)
-        redis.call('ZADD', P .. 'leases', tonumber(ARGV[4]), fp)
-        redis.call('SADD', P .. 'worker:' .. worker, fp)
+        leases[#leases + 1] = ARGV[4]
+        leases[#leases + 1] = fp
+        fps[#fps + 1] = fp
         out[#out + 1] = fp
         out[#out + 1] = token
         out[#out + 1] = host
@@ -67,5 +74,9 @@ while claimed < most do
     end
   end
 end
-if claimed > 0 then redis.call('HINCRBY', P .. 'counters', 'queued', -claimed) end
+if claimed > 0 then
+  redis.call('HINCRBY', P .. 'counters', 'queued', -claimed)
+  redis.call('ZADD', P .. 'leases', unpack(leases))
+  redis.call('SADD', P .. 'worker:' .. worker, unpack(fps))
+end
 return out

@@ -24,7 +24,7 @@ for i = 3, #ARGV, 9 do
       redis.call('HSET', l, 'fetching', 0)
       redis.call('HINCRBY', P .. 'counters', ARGV[i + 5], 1)
       redis.call('HSET', g, 'next_allowed', ARGV[i + 2], 'backoff', ARGV[i + 3], 'last_gap', ARGV[i + 4])
-      release(group)
+      release(group, ARGV[i + 2])
       out[#out + 1] = 1
     end
   end
