@@ -43,9 +43,13 @@ class ThreadCalls:
 
     def __init__(self, frontier: Frontier) -> None:
         self.frontier = frontier
+        from twisted.internet import reactor
+
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="frontier-io")
         self._pool.start()
         self._since: float | None = None  # when the running call started
+        # Its thread would keep the process alive: ended at shutdown if not at close.
+        reactor.addSystemEventTrigger("during", "shutdown", self.stop)
 
     def run(self, fn: Callable[..., Any], *args: Any) -> defer.Deferred:
         from twisted.internet import reactor
@@ -66,8 +70,9 @@ class ThreadCalls:
         return 0.0 if since is None else time.monotonic() - since
 
     def stop(self) -> None:
-        """Wait for the calls asked for, then end the thread."""
-        self._pool.stop()
+        """Wait for the calls asked for, then end the thread (once)."""
+        if self._pool.started:
+            self._pool.stop()
 
 
 def calls_for(frontier: Frontier) -> InlineCalls | ThreadCalls:
