@@ -257,7 +257,7 @@ class FrontierScheduler(BaseScheduler):
             return None
         self._upkeeping = True
         leases = list(self.leases.leases()) + [(c.fp, c.token) for c in self.link.claimed]
-        d = self.link.read_with_counts(upkeep, self.frontier, leases, time.time())
+        d = self.link.read_with_counts(upkeep, self.frontier, leases)
         return d.addCallbacks(self._upkept, self._upkeep_failed)
 
     def _upkeep_failed(self, failure: Failure) -> None:

@@ -58,10 +58,12 @@ class Upkeep:
     at: float = field(default_factory=time.monotonic)
 
 
-def upkeep(frontier: Frontier, leases: list[tuple[int, int]], now: float) -> Upkeep:
+def upkeep(frontier: Frontier, leases: list[tuple[int, int]]) -> Upkeep:
     """In the I/O thread: renew this worker's leases (its requests may wait long: robots.txt,
     slow pipelines; reaping is for the dead's), beat, reap, promote due retries and revisits,
-    and read the gauges."""
+    and read the gauges. Timed as it runs, not as it was asked for: calls waiting before it
+    in the thread would make the beat look older than it is."""
+    now = time.time()
     expires = now + frontier.lease_seconds
     for fp, token in leases:
         frontier.renew(fp, token, expires)
