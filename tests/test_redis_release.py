@@ -38,3 +38,22 @@ def test_a_release_as_claimed_keeps_the_backoff_going(frontier):
     (second,), _ = frontier.claim_many(102.5, 1)
     assert frontier.fetched_many([Fetch(second.fp, second.token, 102.5, 0.1, 503)]) == [4.0]  # doubled
     assert frontier.fetched_many([Fetch(second.fp, second.token, 103.0, 0.1, 200)]) == [None]  # stale
+
+
+def test_after_a_stall_that_held_every_beat_no_live_worker_is_taken_for_dead(tmp_path):
+    server = RedisServer(tmp_path).start()
+    try:
+        client = redis.Redis.from_url(server.url)
+        a, b, c = (RedisFrontier(client, "beats", worker_id=name, worker_timeout=15) for name in "abc")
+        a.add([Entry(1, "a.test", 0, "{}"), Entry(2, "b.test", 0, "{}")])
+        for worker in (a, b, c):
+            assert worker.heartbeat(100.0) == []
+        (held,), _ = b.claim_many(100.0, 1)
+        assert c.heartbeat(103.0) == []  # c dies after this beat; then Redis stalls 20 s
+        # The first beats after it: each worker's own last beat is old, so none judges.
+        assert a.heartbeat(125.0) == [] and b.heartbeat(126.0) == []
+        found = a.heartbeat(130.0)  # b beat since: alive; c has not for 27 s: dead
+        assert [(worker, leases) for worker, leases, _ in found] == [("c", 0)]
+        assert a.reap(130.0) == 0 and b.ack(held.fp, held.token)  # b's lease held throughout
+    finally:
+        server.stop()

@@ -36,6 +36,7 @@ from redis import Redis
 
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
+from crawler.frontier.upkeep import beat_interval
 
 
 def _lua(name: str) -> str:
@@ -356,8 +357,11 @@ class RedisFrontier:
     def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
         """This worker is alive; the leases of workers silent for ``worker_timeout`` end
         (``reap`` then queues their URLs again). Returns (worker, leases, seconds silent)
-        for each worker found dead."""
-        found = self._run("heartbeat", now, self.worker_id, self.worker_timeout)
+        for each worker found dead. A worker whose own last beat is older than the timeout
+        less one beat interval judges none at this beat: it was silent too (a stalled Redis
+        holds every worker's beats), and the others' first beats since may not be in yet."""
+        judge_within = self.worker_timeout - beat_interval(self.worker_timeout)
+        found = self._run("heartbeat", now, self.worker_id, self.worker_timeout, judge_within)
         return [(w.decode(), int(n), float(silent)) for w, n, silent in found]
 
     def set_politeness_key(self, name: str, key: str) -> None:

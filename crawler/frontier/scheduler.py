@@ -42,6 +42,7 @@ from crawler.frontier.timers import EarliestCall
 from crawler.frontier.upkeep import (
     Opening,
     Upkeep,
+    beat_interval,
     promote_revisits,
     take_new_hosts,
     upkeep,
@@ -176,8 +177,8 @@ class FrontierScheduler(BaseScheduler):
             logger.info("Resuming the crawl: %d URLs done, %d queued", opening.done, opening.counts.queued)
         self._key_new_hosts()
         # Often enough that a worker beats at least three times per FRONTIER_WORKER_TIMEOUT.
-        housekeeping = min(5.0, self.crawler.settings.getfloat(
-            "FRONTIER_WORKER_TIMEOUT", defaults.FRONTIER_WORKER_TIMEOUT) / 3)
+        housekeeping = beat_interval(self.crawler.settings.getfloat(
+            "FRONTIER_WORKER_TIMEOUT", defaults.FRONTIER_WORKER_TIMEOUT))
         self._housekeeping()  # the first heartbeat, before any claim
         watch = min(1.0, self.link.stall_seconds / 2)
         for interval, step in ((self.commit_interval, self._commit), (housekeeping, self._housekeeping),

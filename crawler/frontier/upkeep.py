@@ -9,6 +9,12 @@ from dataclasses import dataclass, field
 from crawler.frontier.api import Claim, Frontier
 
 
+def beat_interval(worker_timeout: float) -> float:
+    """Seconds between a worker's heartbeats: at least three per ``FRONTIER_WORKER_TIMEOUT``,
+    at most 5."""
+    return min(5.0, worker_timeout / 3)
+
+
 @dataclass
 class Counts:
     """What is left in the frontier, crawl-wide."""
@@ -61,12 +67,12 @@ class Upkeep:
 def upkeep(frontier: Frontier, leases: list[tuple[int, int]]) -> Upkeep:
     """In the I/O thread: renew this worker's leases (its requests may wait long: robots.txt,
     slow pipelines; reaping is for the dead's), beat, reap, promote due retries and revisits,
-    and read the gauges. Timed as it runs, not as it was asked for: calls waiting before it
-    in the thread would make the beat look older than it is."""
-    now = time.time()
-    expires = now + frontier.lease_seconds
+    and read the gauges. The beat is timed as it is sent, not as the job was asked for:
+    calls waiting before it (a stalled Redis) would make it look older than it is."""
+    expires = time.time() + frontier.lease_seconds
     for fp, token in leases:
         frontier.renew(fp, token, expires)
+    now = time.time()  # after the renewals, which a stalled Redis may hold up
     dead = frontier.heartbeat(now)
     frontier.reap(now)
     due_retries = frontier.due_retries(now)

@@ -1,8 +1,11 @@
--- ARGV[3] now, ARGV[4] this worker's id, ARGV[5] worker timeout: beat, and end the leases
--- of every worker silent for longer (the reap that follows queues their URLs again).
--- Returns {worker id, its leases, seconds silent} for each worker found dead.
+-- ARGV[3] now, ARGV[4] this worker's id, ARGV[5] worker timeout, ARGV[6] the age of its
+-- own last beat past which it judges none: beat, and end the leases of every worker silent
+-- for longer than the timeout (the reap that follows queues their URLs again). Returns
+-- {worker id, its leases, seconds silent} for each worker found dead.
 local now = tonumber(ARGV[3])
+local mine = redis.call('ZSCORE', P .. 'workers', ARGV[4])
 redis.call('ZADD', P .. 'workers', now, ARGV[4])
+if mine and now - tonumber(mine) > tonumber(ARGV[6]) then return {} end
 local dead = redis.call('ZRANGEBYSCORE', P .. 'workers', '-inf', now - tonumber(ARGV[5]), 'WITHSCORES')
 local found = {}
 for i = 1, #dead, 2 do
