@@ -50,10 +50,12 @@ def test_after_a_stall_that_held_every_beat_no_live_worker_is_taken_for_dead(tmp
             assert worker.heartbeat(100.0) == []
         (held,), _ = b.claim_many(100.0, 1)
         assert c.heartbeat(103.0) == []  # c dies after this beat; then Redis stalls 20 s
-        # The first beats after it: each worker's own last beat is old, so none judges.
-        assert a.heartbeat(125.0) == [] and b.heartbeat(126.0) == []
-        found = a.heartbeat(130.0)  # b beat since: alive; c has not for 27 s: dead
+        # The first beats after it: each worker's own last beat is older than the timeout, so
+        # none judges for two beat intervals (10 s), though b's first beat comes late.
+        assert a.heartbeat(125.0) == [] and a.heartbeat(125.1) == [] and a.heartbeat(130.0) == []
+        assert b.heartbeat(134.0) == []
+        found = a.heartbeat(135.5)  # b beat since: alive; c has not for 32 s: dead
         assert [(worker, leases) for worker, leases, _ in found] == [("c", 0)]
-        assert a.reap(130.0) == 0 and b.ack(held.fp, held.token)  # b's lease held throughout
+        assert a.reap(135.5) == 0 and b.ack(held.fp, held.token)  # b's lease held throughout
     finally:
         server.stop()

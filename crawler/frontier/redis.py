@@ -359,9 +359,11 @@ class RedisFrontier:
         (``reap`` then queues their URLs again). Returns (worker, leases, seconds silent)
         for each worker found dead. A worker whose own last beat is older than the timeout
         less one beat interval judges none at this beat: it was silent too (a stalled Redis
-        holds every worker's beats), and the others' first beats since may not be in yet."""
-        judge_within = self.worker_timeout - beat_interval(self.worker_timeout)
-        found = self._run("heartbeat", now, self.worker_id, self.worker_timeout, judge_within)
+        holds every worker's beats), and the others' first beats since may not be in yet;
+        older than the timeout, it judges none for two beat intervals."""
+        interval = beat_interval(self.worker_timeout)
+        found = self._run("heartbeat", now, self.worker_id, self.worker_timeout,
+                          self.worker_timeout - interval, 2 * interval)
         return [(w.decode(), int(n), float(silent)) for w, n, silent in found]
 
     def set_politeness_key(self, name: str, key: str) -> None:
