@@ -11,10 +11,11 @@ a free port (Debian's package, ``tests/redis_server.py``) and the project's test
 
 2. **Claim + ack pairs per second**, one client process, one Redis. Ours: N entries over
    many hosts, ``PolitenessPolicy(min_delay=0, delay_factor=0)`` so every host is always
-   due, then a timed loop of ``next(now)`` (claim) + ``fetched(...)`` (release with the
-   policy's gap) + ``ack(...)``. Theirs: scrapy-redis's default scheduler queue
-   (``scrapy_redis.queue.PriorityQueue``) built as its Scheduler builds it (a spider, the
-   pickle serializer), N Scrapy Requests pushed, then a timed loop of ``push`` + ``pop``.
+   due, then a timed loop of steps of up to ``--batch`` pairs, as the scheduler takes them:
+   ``claim_many`` + ``fetched_many`` (release with the policy's gap) + ``ack_many``.
+   Theirs: scrapy-redis's default scheduler queue (``scrapy_redis.queue.PriorityQueue``)
+   built as its Scheduler builds it (a spider, the pickle serializer), N Scrapy Requests
+   pushed, then a timed loop of ``push`` + ``pop``.
    Both are timed in 5 rounds taken in turn, so they share whatever else the machine does.
    Round trips are counted on the client's connection (one per packet of commands sent),
    client CPU with ``time.process_time``, Redis CPU from ``INFO cpu``.
@@ -267,10 +268,11 @@ def claim_ack(n: int, hosts: int, batch: int, tmp: Path) -> tuple[OpsResult, Ops
           "one pipeline / MULTI..EXEC); CPU per pair: client from `process_time`, Redis from `INFO cpu`\n"
           f"- ours, a step of up to {batch} pairs: `claim_many(now, {batch})` = "
           "one claim script (for each due host: pops the best level, marks its politeness group "
-          f"busy, writes the lease with a token) [{per['claim_many']}]; `fetched_many(...)` = one "
-          "script reading each host's times, the policy in Python, one script writing each next "
-          f"allowed time and releasing the host [{per['fetched_many']}]; `ack_many(...)` = the ack "
-          f"scripts, pipelined [{per['ack_many']}]\n"
+          "busy, writes the lease with a token, returns the group's times) "
+          f"[{per['claim_many']}]; `fetched_many(...)` = the policy in Python from the times the "
+          "claim read, one script writing each next allowed time and releasing the host where "
+          f"those times still hold [{per['fetched_many']}]; `ack_many(...)` = one ack script "
+          f"[{per['ack_many']}]\n"
           "- theirs, a pair: `push` = `Request.to_dict` + pickle + ZADD; `pop` = MULTI ZRANGE 0 0 + "
           "ZREMRANGEBYRANK 0 0 EXEC (one round trip) + unpickle + `request_from_dict`. No per-host "
           "state, no lease, no ack: a popped request that is never fetched is lost\n")

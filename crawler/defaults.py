@@ -200,6 +200,14 @@ FRONTIER_LEASE_SECONDS = 600.0
 FRONTIER_RETRY_DELAYS = [60, 600, 3600]
 # Redis crawls: a worker whose heartbeat is older than this (seconds) is dead; its URLs go back.
 FRONTIER_WORKER_TIMEOUT = 15.0
+# Redis crawls: the frontier's calls run in a thread of their own; one that has waited this long
+# (seconds) for Redis is an outage, logged once at WARNING (steps wait in order, downloads go on).
+REDIS_STALL_SECONDS = 5.0
+# Redis crawls: the frontier's client gives up a call after this long (seconds) without an answer
+# (the call is then replayed: a script sent to a stalled Redis may run when it resumes, so this is
+# long), and a connection after REDIS_CONNECT_TIMEOUT.
+REDIS_SOCKET_TIMEOUT = 30.0
+REDIS_CONNECT_TIMEOUT = 5.0
 # Frontier writes are committed this often (seconds): a kill -9 redoes at most this much.
 FRONTIER_COMMIT_INTERVAL = 0.5
 # SQLite page cache (KiB): the embedded frontier's memory beyond one record per host.

@@ -8,10 +8,13 @@ from redis import ConnectionError as RedisConnectionError
 from scrapy import Request
 from scrapy.http import Response
 
+from crawler.frontier.api import Entry
+from crawler.frontier.calls import InlineCalls
 from crawler.frontier.codec import FAILED_META, revisit_request
 from crawler.frontier.fetches import FETCH_META, FetchReports
 from crawler.frontier.leases import LeaseBook
-from crawler.frontier.outbox import Outbox
+from crawler.frontier.outbox import Outbox, run_steps
+from crawler.frontier.upkeep import Counts, PendingCounts
 
 
 def test_the_lease_book_sorts_finished_requests_by_how_their_lease_ends():
@@ -50,23 +53,62 @@ class FlakyFrontier:
         return [True] * len(leases)
 
 
+class Timers:
+    """Timers that never fire: the tests replay by hand (``drain``)."""
+
+    def __init__(self) -> None:
+        self.asked: list[float] = []
+
+    def later(self, seconds: float, fn: object) -> Timers:
+        self.asked.append(seconds)
+        return self
+
+    def cancel(self) -> None:
+        """Nothing to cancel."""
+
+
 def test_the_outbox_keeps_steps_in_order_through_an_outage_and_says_so_once(caplog):
-    frontier, stats, retries = FlakyFrontier(), [], []
-    outbox = Outbox(frontier, stats.append, retries.append)
-    assert outbox.write("ack_many", [(1, 1)]) == [True]
+    frontier, stats, retries, results, drained = FlakyFrontier(), [], [], [], []
+    outbox = Outbox(InlineCalls(frontier), stats.append, retries.append, later=Timers().later)
+    outbox.write("ack_many", [(1, 1)]).addCallback(results.append)
+    assert results == [[True]]
     frontier.down = True
     with caplog.at_level(logging.WARNING):
-        assert outbox.write("ack_many", [(2, 2)], default="later") == "later"
-        assert outbox.write("ack_many", [(3, 3)], default="later") == "later"  # waits behind it
-        assert not outbox.flush(force=True)
-    assert len(outbox) == 2 and stats == ["frontier/redis_errors"] * 2 and retries == [0.5, 1.0]
+        outbox.write("ack_many", [(2, 2)]).addCallback(results.append)
+        outbox.write("ack_many", [(3, 3)]).addCallback(results.append)  # waits behind it
+        outbox.drain().addCallback(drained.append)
+    assert drained == [False] and len(outbox) == 2 and results == [[True]] and outbox.down
+    assert stats == ["frontier/redis_errors"] * 2 and retries == [0.5, 1.0]
     frontier.down = False
-    assert not outbox.flush()  # still backing off
     with caplog.at_level(logging.WARNING):
-        assert outbox.flush(force=True)
+        outbox.drain().addCallback(drained.append)
+    outbox.cancel()
+    assert drained == [False, True] and results == [[True]] * 3 and not outbox.down and retries[-1] == 0
     assert frontier.calls == [("ack_many", [(1, 1)]), ("ack_many", [(2, 2)]), ("ack_many", [(3, 3)])]
     messages = [r.getMessage() for r in caplog.records]
     assert sum("unreachable" in m for m in messages) == 1 and sum("is back" in m for m in messages) == 1
+
+
+def test_a_call_that_hangs_is_an_outage_said_once_and_over_when_a_step_gets_through(caplog):
+    frontier, stats = FlakyFrontier(), []
+    outbox = Outbox(InlineCalls(frontier), stats.append, lambda seconds: None, later=Timers().later)
+    with caplog.at_level(logging.WARNING):
+        outbox.stalled(6.0)
+        outbox.stalled(7.0)
+        assert outbox.down and stats == ["frontier/redis_stalls"]
+        outbox.write("ack_many", [(1, 1)])
+    assert not outbox.down and outbox.idle
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("not answered for 6 s" in m for m in messages) == 1
+    assert sum("is back" in m for m in messages) == 1
+
+
+def test_pending_counts_hold_only_when_read_after_the_latest_write():
+    pending = PendingCounts()
+    assert pending.stale(written=0) and not pending.holds(written=0)
+    pending.update(Counts(queued=0, leased=1, waiting=0, revisits=0), written=3, started=pending.start())
+    assert pending.holds(written=3) and not pending.stale(written=3)
+    assert not pending.holds(written=4) and pending.stale(written=4)  # a write since the read
 
 
 def test_the_lease_book_counts_pages_waiting_for_uploads_apart_from_those_waiting_for_fsync():
@@ -123,3 +165,33 @@ def test_a_revisit_request_is_conditional_and_drops_what_belonged_to_one_fetch()
     assert again.meta == {"depth": 2, "revisit": state, "handle_httpstatus_list": [304]}
     plain = revisit_request(request, state, conditional=False)  # a spider that cannot read a 304
     assert b"If-None-Match" not in plain.headers and "handle_httpstatus_list" not in plain.meta
+
+
+class CountingFrontier:
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self.calls: list[tuple] = []
+
+    def add(self, entries, force=False):
+        self.calls.append(("add", len(entries), force))
+        added = []
+        for e in entries:  # in order, as every backend: a URL twice in one call is added once
+            added.append(e.fp not in self.seen or force)
+            self.seen.add(e.fp)
+        return added
+
+    def ack_many(self, leases):
+        self.calls.append(("ack_many", len(leases)))
+        return [True] * len(leases)
+
+
+def test_a_run_of_adds_goes_as_one_call_and_each_step_hears_its_own_answer():
+    frontier = CountingFrontier()
+    a, b, c = (Entry(fp, "a.test", 0, "{}") for fp in (1, 2, 3))
+    steps = [("add", ([a], False)), ("add", ([b, a], False)), ("ack_many", ([(9, 9)],)),
+             ("add", ([a], True)), ("add", ([c], False))]
+    results, error = run_steps(frontier, steps)
+    answers = [value for ok, value in results]
+    assert error is None and all(ok for ok, _ in results)
+    assert answers == [[True], [True, False], [True], [True], [True]]
+    assert frontier.calls == [("add", 3, False), ("ack_many", 1), ("add", 1, True), ("add", 1, False)]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
 from crawler import defaults
 from crawler.frontier.api import Frontier
 from crawler.frontier.connection import redis_clients, uses_redis
@@ -33,8 +36,14 @@ def open_frontier(s: BaseSettings, crawl_id: str, levels: PriorityLevels) -> Fro
         "hold_new_hosts": s.getbool("POLITENESS_PER_IP", defaults.POLITENESS_PER_IP),
     }
     if uses_redis(s):
+        # No retry inside redis-py: a script resent at once to a stalled Redis could run twice;
+        # the scheduler's outbox replays a failed step after a backoff instead.
+        clients = redis_clients(
+            s, socket_timeout=s.getfloat("REDIS_SOCKET_TIMEOUT", defaults.REDIS_SOCKET_TIMEOUT),
+            socket_connect_timeout=s.getfloat("REDIS_CONNECT_TIMEOUT", defaults.REDIS_CONNECT_TIMEOUT),
+            retry=Retry(NoBackoff(), 0))
         return open_redis_frontier(
-            redis_clients(s), crawl_id,
+            clients, crawl_id,
             worker_timeout=s.getfloat("FRONTIER_WORKER_TIMEOUT", defaults.FRONTIER_WORKER_TIMEOUT),
             expected_urls=s.getint("SEEN_SET_EXPECTED_URLS", defaults.SEEN_SET_EXPECTED_URLS),
             seen_set=s.get("SEEN_SET", defaults.SEEN_SET),

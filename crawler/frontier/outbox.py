@@ -1,4 +1,4 @@
-"""Frontier steps that survive a Redis outage: kept in order and replayed once it answers."""
+"""Frontier steps sent in order, off the reactor, and kept through a Redis outage."""
 
 from __future__ import annotations
 
@@ -9,60 +9,178 @@ from collections.abc import Callable
 from typing import Any
 
 from redis import RedisError
+from scrapy.utils.asyncio import call_later
+from twisted.internet import defer
+from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 
+#: Steps sent to the frontier's thread in one go (each is still its own frontier call).
+BATCH = 256
+
+
+def run_steps(frontier: Any, steps: list[tuple[str, tuple]]
+              ) -> tuple[list[tuple[bool, Any]], Exception | None]:
+    """In the I/O thread: the steps in order, until Redis fails (the rest waits). Each
+    result is (True, value), or (False, Failure) for a step that failed otherwise (bad input).
+    A run of adds (the links of a page, one step each) goes as one ``add``: one script, whose
+    answer is split back, and all or none of it is done."""
+    results: list[tuple[bool, Any]] = []
+    i = 0
+    while i < len(steps):
+        name, args = steps[i]
+        run = 1
+        if name == "add":
+            while i + run < len(steps) and steps[i + run][0] == "add" and steps[i + run][1][1:] == args[1:]:
+                run += 1
+        try:
+            if run == 1:
+                results.append((True, getattr(frontier, name)(*args)))
+            else:
+                batch = [list(steps[k][1][0]) for k in range(i, i + run)]
+                added = iter(frontier.add([e for entries in batch for e in entries], *args[1:]))
+                results += [(True, [next(added) for _ in entries]) for entries in batch]
+        except RedisError as error:
+            return results, error
+        except Exception:  # one bad step must not hold up the others
+            results += [(False, Failure())] * run
+        i += run
+    return results, None
+
 
 class Outbox:
-    """Calls frontier steps (``write("ack_many", leases)``). While the shared frontier is
-    unreachable each step, and every later one, waits here in order and is replayed when
-    it answers, with backoff (0.5 s doubling to 30 s): nothing is lost, and the outage is
-    logged once at WARNING and once when it ends. ``retry_in`` hears each backoff, so the
-    caller can wake up to try again. Stat: ``frontier/redis_errors``."""
+    """Sends frontier steps (``write("ack_many", leases)``) through ``calls`` (the I/O
+    thread) in the order written, in batches: a step's Deferred fires with its result.
 
-    def __init__(self, frontier: Any, inc_stat: Callable[[str], None],
-                 retry_in: Callable[[float], None]) -> None:
-        self.frontier = frontier
+    While the shared frontier is unreachable each step, and every later one, waits here in
+    order and is replayed when it answers, with backoff (0.5 s doubling to 30 s): nothing
+    is lost, and the outage is logged once at WARNING and once when it ends. ``retry_in``
+    hears each backoff (and 0 when the outage ends), so the caller can wake up to try again.
+    A call that hangs (a stalled Redis) is an outage too (``stalled``). Stats:
+    ``frontier/redis_errors``, ``frontier/redis_stalls``."""
+
+    def __init__(self, calls: Any, inc_stat: Callable[[str], None], retry_in: Callable[[float], None],
+                 later: Callable[[float, Callable[[], None]], Any] = call_later) -> None:
+        self.calls = calls
+        self.later = later  # (seconds, fn) -> a call that can be cancelled
         self.inc_stat = inc_stat
         self.retry_in = retry_in
-        self._steps: deque[tuple[str, tuple]] = deque()
+        self.written = 0  # steps ever written: a read issued before the latest write is stale
+        self._steps: deque[tuple[str, tuple, defer.Deferred]] = deque()
+        self._sending = False
         self._down_since: float | None = None
         self._backoff = 0.0
         self._retry_at = 0.0
+        self._timer: Any = None
+        self._drained: list[defer.Deferred] = []
 
     def __len__(self) -> int:
         return len(self._steps)
 
-    def write(self, name: str, *args: Any, default: Any = None) -> Any:
-        """The step's result, or ``default`` when it had to wait."""
-        if self._steps and not self.flush():
-            self._steps.append((name, args))
-            return default
-        try:
-            return getattr(self.frontier, name)(*args)
-        except RedisError as error:
-            self.outage(error)
-            self._steps.append((name, args))
-            return default
+    @property
+    def down(self) -> bool:
+        """Whether the last call failed and no call has succeeded since."""
+        return self._down_since is not None
 
-    def flush(self, force: bool = False) -> bool:
-        """Replay the waiting steps; False while the frontier is still unreachable.
-        ``force``: try now, backoff or not (at close)."""
-        if not force and time.monotonic() < self._retry_at:
-            return False
-        while self._steps:
-            name, args = self._steps[0]
-            try:
-                getattr(self.frontier, name)(*args)
-            except RedisError as error:
-                self.outage(error)
-                return False
-            self._steps.popleft()
+    @property
+    def idle(self) -> bool:
+        """No step waiting or on its way."""
+        return not self._steps and not self._sending
+
+    def write(self, name: str, *args: Any) -> defer.Deferred:
+        """Queue the step; its Deferred fires with its result once it ran (after an outage,
+        once Redis answers again)."""
+        done: defer.Deferred = defer.Deferred()
+        self._steps.append((name, args, done))
+        self.written += 1
+        self._send()
+        return done
+
+    def drain(self) -> defer.Deferred:
+        """Try now, backoff or not (at close); fires True once every step ran, False when
+        Redis still did not answer."""
+        self._retry_at = 0.0
+        waiter: defer.Deferred = defer.Deferred()
+        if self.idle:
+            waiter.callback(True)
+            return waiter
+        self._drained.append(waiter)
+        self._send()
+        return waiter
+
+    def _send(self) -> None:
+        if self._sending or not self._steps:
+            return
+        if time.monotonic() < self._retry_at:
+            if self._timer is None:
+                self._timer = self.later(self._retry_at - time.monotonic(), self._retry)
+            return
+        self._sending = True
+        batch = [(name, args) for name, args, _ in list(self._steps)[:BATCH]]
+        d = self.calls.run(run_steps, self.calls.frontier, batch)
+        d.addCallbacks(self._sent, self._crashed)
+
+    def _retry(self) -> None:
+        self._timer = None
+        self._send()
+
+    def _sent(self, outcome: tuple[list[tuple[bool, Any]], Exception | None]) -> None:
+        results, error = outcome
+        # Popped first: their callbacks may write more steps, which go in the next batch.
+        finished = [self._steps.popleft()[2] for _ in results]
+        self._sending = False
+        if error is not None:
+            self.outage(error)
+        for (ok, value), done in zip(results, finished, strict=True):
+            if ok:
+                done.callback(value)
+            else:
+                done.errback(value)
+                done.addErrback(self._log_failed)
+        if error is not None:
+            self._settle(False)
+            return
+        self.answered()
+        if self._steps:
+            self._send()
+        elif not self._sending:
+            self._settle(True)
+
+    def _crashed(self, failure: Failure) -> None:
+        self._sending = False
+        logger.error("Frontier steps failed", exc_info=(failure.type, failure.value, failure.tb))
+
+    @staticmethod
+    def _log_failed(failure: Failure) -> None:
+        logger.error("A frontier step failed", exc_info=(failure.type, failure.value, failure.tb))
+
+    def _settle(self, drained: bool) -> None:
+        waiters, self._drained = self._drained, []
+        for waiter in waiters:
+            waiter.callback(drained)
+
+    def answered(self) -> None:
+        """A call succeeded: an outage is over (its waiting steps go now)."""
+        if self._down_since is None:
+            return
+        if self._steps:
+            self._retry_at = 0.0
+            self._send()
+            return
+        logger.warning("Redis is back after %.1f s; buffered steps replayed",
+                       time.monotonic() - self._down_since)
+        self._down_since, self._backoff = None, 0.0
+        self.retry_in(0.0)
+
+    def stalled(self, waited: float) -> None:
+        """A call has waited ``waited`` seconds for Redis: an outage (logged once), though the
+        call may still get its answer; the steps after it wait in order."""
         if self._down_since is not None:
-            logger.warning("Redis is back after %.1f s; buffered steps replayed",
-                           time.monotonic() - self._down_since)
-            self._down_since, self._backoff = None, 0.0
-        return True
+            return
+        self._down_since = time.monotonic() - waited
+        self.inc_stat("frontier/redis_stalls")
+        logger.warning("Redis has not answered for %.0f s: frontier steps wait in order, downloads in "
+                       "flight go on", waited)
 
     def outage(self, error: Exception) -> None:
         """A call failed: back off before the next try."""
@@ -74,3 +192,11 @@ class Outbox:
         self._backoff = min(30.0, max(0.5, self._backoff * 2))
         self._retry_at = now + self._backoff
         self.retry_in(self._backoff)
+        if self._steps and self._timer is None and not self._sending:
+            self._timer = self.later(self._backoff, self._retry)
+
+    def cancel(self) -> None:
+        """Stop retrying (at close, after the last drain)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

@@ -36,6 +36,7 @@ from redis import Redis
 
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
+from crawler.frontier.upkeep import beat_interval
 
 
 def _lua(name: str) -> str:
@@ -69,6 +70,13 @@ _HEARTBEAT = _script("heartbeat.lua")
 _KEY = _script("key.lua")
 _DEMOTE = _script("demote.lua")
 _FORCE = _script("force.lua")
+
+
+#: Claims' times kept for their fetch reports at most; past it they are forgotten (and read
+#: again when reported): leases that end without a fetch (requeued, closed) leave theirs.
+_CLAIM_TIMES_KEPT = 100_000
+#: Claims a claim script makes at most (its leases are written with one ZADD, within Lua's unpack limit).
+_MOST_CLAIMS = 2000
 
 
 def default_worker_id() -> str:
@@ -159,6 +167,8 @@ class RedisFrontier:
             ("revisit", _REVISIT), ("dead_host", _DEAD_HOST), ("demote", _DEMOTE),
             ("force", _FORCE))}
         self._known_hosts: set[str] = set()
+        # (fp, token): its group's times as its claim read them, until its fetch is reported.
+        self._claim_times: dict[tuple[int, int], tuple[bytes, bytes, bytes]] = {}
         if self.bloom:  # allocate each new bitmap whole: grown bit by bit, Redis doubles it
             allocate = client.register_script(
                 "if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SETBIT', KEYS[1], ARGV[1], 0) end")
@@ -211,11 +221,15 @@ class RedisFrontier:
     def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
         """Up to ``limit`` claims, one per due host, in one round trip; and, when fewer,
         the seconds until the next host is due (None: nothing queued)."""
-        result = self._run("claim", now, now + self.lease_seconds, limit, self.worker_id,
+        result = self._run("claim", now, now + self.lease_seconds, min(limit, _MOST_CLAIMS), self.worker_id,
                            *self.levels.weights())
         wait = result[0].decode()
         claims = [Claim(int(result[i], 16), result[i + 2].decode(), int(result[i + 1]),
-                        result[i + 3].decode()) for i in range(1, len(result), 4)]
+                        result[i + 3].decode()) for i in range(1, len(result), 7)]
+        if len(self._claim_times) > _CLAIM_TIMES_KEPT:  # leases that ended without a fetch
+            self._claim_times.clear()
+        for claim, i in zip(claims, range(1, len(result), 7), strict=True):
+            self._claim_times[claim.fp, claim.token] = tuple(result[i + 4:i + 7])
         return claims, (float(wait) if wait else None) if len(claims) < limit else None
 
     def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
@@ -223,28 +237,42 @@ class RedisFrontier:
         return self.fetched_many([Fetch(fp, token, now, fetch_seconds, status, retry_after, hold_until)])[0]
 
     def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
-        """Each fetch that ended, in two round trips: the hosts' times read, the policy's
-        gaps computed here, the results written and the hosts released."""
+        """Each fetch that ended: the policy's gap computed here from its group's times, as the
+        claim read them, and written with the host's release in one script, which checks the
+        times still hold; those read at no claim, or changed since (a Crawl-delay, another
+        worker's backoff), are read again (one more round trip) and decided again."""
         if not fetches:
             return []
-        read = self._run("times", *[a for f in fetches for a in (self._fp(f.fp).hex(), f.token)])
-        gaps: list[float | None] = []
-        args: list[object] = []
+        gaps: list[float | None] = [None] * len(fetches)
+        times = {i: self._claim_times.pop((f.fp, f.token)) for i, f in enumerate(fetches)
+                 if (f.fp, f.token) in self._claim_times}
+        unread = [i for i in range(len(fetches)) if i not in times]
         entering_backoff = 0
-        for f, times_read in zip(fetches, read, strict=True):
-            if not int(times_read[0]):
-                gaps.append(None)
-                continue
-            backoff, last_gap, crawl_delay = (float(v) for v in times_read[1:])
-            times = HostTimes(backoff=backoff, crawl_delay=crawl_delay, last_gap=last_gap)
-            gap = self.policy.after_fetch(times, f.fetch_seconds, f.status, f.retry_after)
-            entering_backoff += bool(times.backoff and not backoff)
-            next_allowed = max(f.now + gap, f.hold_until)
-            args += [self._fp(f.fp).hex(), f.token, next_allowed, times.backoff, times.last_gap,
-                     "failed" if f.status is None else "fetched"]
-            gaps.append(gap)
-        written = iter(self._run("fetched", *args)) if args else iter(())
-        gaps = [gap if gap is None or next(written) else None for gap in gaps]
+        for attempt in range(3):
+            if unread:
+                read = self._run("times", *[a for i in unread for a in (
+                    self._fp(fetches[i].fp).hex(), fetches[i].token)])
+                times.update((i, tuple(r[1:])) for i, r in zip(unread, read, strict=True) if int(r[0]))
+            decided, args = [], []
+            for i, stored in times.items():
+                f = fetches[i]
+                backoff, last_gap, crawl_delay = (float(v) for v in stored)
+                host = HostTimes(backoff=backoff, crawl_delay=crawl_delay, last_gap=last_gap)
+                gap = self.policy.after_fetch(host, f.fetch_seconds, f.status, f.retry_after)
+                checked = list(stored) if attempt < 2 else ["", "", ""]  # the last: as read
+                args += [self._fp(f.fp).hex(), f.token, max(f.now + gap, f.hold_until), host.backoff,
+                         host.last_gap, "failed" if f.status is None else "fetched", *checked]
+                decided.append((i, gap, bool(host.backoff and not backoff)))
+            written = self._run("fetched", *args) if args else []
+            times, unread = {}, []
+            for (i, gap, entering), outcome in zip(decided, written, strict=True):
+                if int(outcome) == 2:
+                    unread.append(i)
+                elif int(outcome) == 1:
+                    gaps[i] = gap
+                    entering_backoff += entering
+            if not unread:
+                break
         if entering_backoff:
             self.redis.hincrby(self.prefix + "counters", "backoffs", entering_backoff)
         return gaps
@@ -342,8 +370,13 @@ class RedisFrontier:
     def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
         """This worker is alive; the leases of workers silent for ``worker_timeout`` end
         (``reap`` then queues their URLs again). Returns (worker, leases, seconds silent)
-        for each worker found dead."""
-        found = self._run("heartbeat", now, self.worker_id, self.worker_timeout)
+        for each worker found dead. A worker whose own last beat is older than the timeout
+        less one beat interval judges none at this beat: it was silent too (a stalled Redis
+        holds every worker's beats), and the others' first beats since may not be in yet;
+        older than the timeout, it judges none for two beat intervals."""
+        interval = beat_interval(self.worker_timeout)
+        found = self._run("heartbeat", now, self.worker_id, self.worker_timeout,
+                          self.worker_timeout - interval, 2 * interval)
         return [(w.decode(), int(n), float(silent)) for w, n, silent in found]
 
     def set_politeness_key(self, name: str, key: str) -> None:

@@ -5,21 +5,19 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from redis import RedisError
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
-from scrapy.utils.asyncio import call_later
-from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet import defer
 from twisted.internet.task import LoopingCall
+from twisted.python.failure import Failure
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.frontier.api import Claim, Entry, Fetch, Frontier, Revisit, fetch_seconds_counts
+from crawler.frontier.api import Fetch, Frontier, Revisit, fetch_seconds_counts
 from crawler.frontier.codec import (
-    ATTEMPTS_META,
     LEASE_META,
     mark_failed,
     request_from_json,
@@ -30,21 +28,25 @@ from crawler.frontier.crawl_id import crawl_id_of, fresh_crawl_command
 from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.engine import EngineAdapter
 from crawler.frontier.factory import open_frontier
-from crawler.frontier.fetches import FETCH_META, FetchReports
+from crawler.frontier.failures import FailureChain
+from crawler.frontier.fetches import FetchReports
 from crawler.frontier.hostkeys import PolitenessKeys
+from crawler.frontier.intake import Intake
 from crawler.frontier.leases import LeaseBook
-from crawler.frontier.outbox import Outbox
+from crawler.frontier.link import FrontierLink
 from crawler.frontier.policy import (
     PriorityLevels,
     RetryPolicy,
-    is_exhausted,
-    is_permanent,
-    is_unreachable,
 )
-from crawler.frontier.redis import RedisFrontier
-from crawler.frontier.revisit import RevisitPolicy, lastmod_time
-from crawler.frontier.sharded import ShardedRedisFrontier
 from crawler.frontier.timers import EarliestCall
+from crawler.frontier.upkeep import (
+    Opening,
+    Upkeep,
+    beat_interval,
+    promote_revisits,
+    take_new_hosts,
+    upkeep,
+)
 from crawler.items import Page
 
 if TYPE_CHECKING:
@@ -75,16 +77,22 @@ class FrontierScheduler(BaseScheduler):
     The frontier is embedded (SQLite under ``FRONTIER_DIR``) or, with ``REDIS_URL``,
     shared in Redis by every worker started with the same ``CRAWL_ID``.
 
-    Its parts, each with one job: ``Outbox`` (steps that wait out a Redis outage),
-    ``LeaseBook`` (what each lease waits for), ``FetchReports`` (the downloader's
-    signals, batched), ``PolitenessKeys`` (per-IP keys), ``EarliestCall`` (the engine's
-    and the revisits' wake-ups) and ``EngineAdapter``; this class wires them to Scrapy
-    and the frontier.
+    No call to a Redis frontier runs on the reactor: Scrapy's synchronous calls are
+    answered from this worker's state (claims buffered, counts from the last read), and
+    every frontier call runs in an I/O thread (``FrontierLink``), so a stalled Redis
+    stalls no download.
+
+    Its parts, each with one job: ``FrontierLink`` (calls off the reactor, claims buffered,
+    counts), ``Outbox`` (writes in order, through a Redis outage), ``LeaseBook`` (what each
+    lease waits for), ``FailureChain`` (retries and dead letters), ``FetchReports`` (the
+    downloader's signals, batched), ``PolitenessKeys`` (per-IP keys), ``EarliestCall`` (the
+    engine's and the revisits' wake-ups) and ``EngineAdapter``; this class wires them to
+    Scrapy and the frontier.
 
     Settings: ``REDIS_URL``, ``FRONTIER_DIR``, ``CRAWL_ID``, ``POLITENESS_*``, ``HOST_PAGE_BUDGET``,
     ``FRONTIER_PRIORITY_LEVELS``, ``FRONTIER_LEASE_SECONDS``,
     ``FRONTIER_COMMIT_INTERVAL``, ``FRONTIER_CACHE_KIB``, ``FRONTIER_RETRY_DELAYS``,
-    ``CRAWL_CONTINUOUS``.
+    ``CRAWL_CONTINUOUS``, ``REDIS_STALL_SECONDS``.
     """
 
     def __init__(self, crawler: Crawler, frontier: Frontier, levels: PriorityLevels,
@@ -100,18 +108,24 @@ class FrontierScheduler(BaseScheduler):
         self.continuous = continuous
         self.spider: Spider | None = None
         self._closed = False
-        self._warned: set[str] = set()
         self._concurrency = max(1, crawler.settings.getint("CONCURRENT_REQUESTS"))
-        self._claimed: deque[Claim] = deque()  # claimed in one batch, not yet asked for
+        self._upkeeping = False
+        self._said_pending = True  # the last answer to has_pending_requests
         self._timers: list[LoopingCall] = []
-        self._given_up: set[str] = set()  # hosts whose queues went to the dead letters
         self.engine = EngineAdapter(crawler)
         self.waker = EarliestCall(self.engine.wake)
         self.revisit_timer = EarliestCall(self._promote_due_revisits)
-        self.outbox = Outbox(frontier, crawler.stats.inc_value, self.waker.in_seconds)
+        stall = crawler.settings.getfloat("REDIS_STALL_SECONDS", defaults.REDIS_STALL_SECONDS)
+        self.link = FrontierLink(frontier, crawler.stats.inc_value, self.engine.wake,
+                                 self.waker.in_seconds, stall)
+        self.link.counts_read = self._counts_read
         self.leases = LeaseBook()
+        self.intake = Intake(crawler.request_fingerprinter, levels, crawler.stats, self._write,
+                             lambda: self.revisit_timer.in_seconds(0), self._key_new_hosts)
         self.fetches = FetchReports(self._fetches_ended)
         self.fetches.connect(crawler.signals)
+        self.failures = FailureChain(self._write, crawler.stats, self.retry, lambda: self.waker.in_seconds(0),
+                                     crawl_id, lambda: not self._closed, self.fetches, self._fetches_ended)
         self.keys = PolitenessKeys(lambda name, key: self._write("set_politeness_key", name, key),
                                    lambda: self.waker.in_seconds(0))
         for handler, signal in (
@@ -123,7 +137,7 @@ class FrontierScheduler(BaseScheduler):
             (self._item_scraped, signals.item_scraped),
             (self._page_stored, crawler_signals.page_captured),
             (self._stored_safely, crawler_signals.store_safe),
-            (self._host_answered, signals.response_downloaded),
+            (self.failures.host_answered, signals.response_downloaded),
             (self._host_demoted, crawler_signals.host_demoted),
         ):
             crawler.signals.connect(handler, signal=signal)
@@ -147,64 +161,79 @@ class FrontierScheduler(BaseScheduler):
 
     # ---------------------------------------------------------------- lifecycle
 
-    def open(self, spider: Spider) -> None:
+    def open(self, spider: Spider) -> defer.Deferred:
+        """Read the frontier as this worker finds it (off the reactor), then start the timers."""
         self.spider = spider
-        self._promote_due_revisits()  # a rerun revisits what has fallen due since
-        done = self.frontier.done_count()
-        if done and not self.frontier.has_pending() and not self.continuous:
-            self._say_finished(done)
-        elif done or self.frontier.queued:
-            logger.info("Resuming the crawl: %d URLs done, %d queued", done, self.frontier.queued)
+        return self.link.read_with_counts(Opening.read, self.frontier, time.time()).addCallback(self._opened)
+
+    def _opened(self, opening: Opening) -> None:
+        if opening.promoted:  # a rerun revisits what has fallen due since
+            self.crawler.stats.inc_value("revisit/due", opening.promoted)
+        if opening.next_revisit is not None:
+            self.revisit_timer.at(opening.next_revisit)
+        if opening.done and not opening.pending and not self.continuous:
+            self._say_finished(opening)
+        elif opening.done or opening.counts.queued:
+            logger.info("Resuming the crawl: %d URLs done, %d queued", opening.done, opening.counts.queued)
         self._key_new_hosts()
         # Often enough that a worker beats at least three times per FRONTIER_WORKER_TIMEOUT.
-        housekeeping = min(5.0, self.crawler.settings.getfloat(
-            "FRONTIER_WORKER_TIMEOUT", defaults.FRONTIER_WORKER_TIMEOUT) / 3)
+        housekeeping = beat_interval(self.crawler.settings.getfloat(
+            "FRONTIER_WORKER_TIMEOUT", defaults.FRONTIER_WORKER_TIMEOUT))
         self._housekeeping()  # the first heartbeat, before any claim
-        for interval, step in ((self.commit_interval, self._commit), (housekeeping, self._housekeeping)):
+        watch = min(1.0, self.link.stall_seconds / 2)
+        for interval, step in ((self.commit_interval, self._commit), (housekeeping, self._housekeeping),
+                               (watch, self.link.watch)):
             timer = LoopingCall(step)
             timer.start(interval, now=False)
             self._timers.append(timer)
 
-    def _say_finished(self, done: int) -> None:
+    def _say_finished(self, opening: Opening) -> None:
         fresh = fresh_crawl_command(sys.argv, self.crawl_id, time.strftime("%Y%m%d-%H%M%S"))
         if isinstance(self.frontier, EmbeddedFrontier):
             how = f"delete {self.frontier.db_path.parent} and run the same command again, or run:\n  {fresh}"
         else:
             how = (f"run `scrapy forget {self.crawl_id} -s REDIS_URL=...` and the same command again, "
                    f"or run:\n  {fresh}")
-        revisits = self.frontier.revisits
         later = ""
-        if revisits:
-            next_at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.frontier.next_revisit()))
-            later = (f"; {revisits} URLs are revisited as they fall due (the next at {next_at}): rerun "
-                     "then, or crawl with -s CRAWL_CONTINUOUS=True")
+        if opening.next_revisit is not None:
+            next_at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(opening.next_revisit))
+            later = (f"; {opening.counts.revisits} URLs are revisited as they fall due (the next at "
+                     f"{next_at}): rerun then, or crawl with -s CRAWL_CONTINUOUS=True")
         logger.warning("Crawl %s already finished (%d URLs done, state in %s): URLs seen then are not "
                        "fetched again%s. To crawl afresh, %s",
-                       self.crawl_id, done, self.frontier.describe(), later, how)
+                       self.crawl_id, opening.done, opening.description, later, how)
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str) -> defer.Deferred:
+        """Send every step still waiting (the engine waits for it), then close the frontier."""
         self._closed = self.keys.closed = True
         for timer in self._timers:
             if timer.running:
                 timer.stop()
         self.waker.cancel()
         self.revisit_timer.cancel()
+        return defer.ensureDeferred(self._close())
+
+    async def _close(self) -> None:
+        await self.link.give_back()
         # Requests still in progress keep their lease: the next run fetches them again.
         self.fetches.flush()
         self._ack_finished()
-        while self._claimed:  # claimed but never handed out: back to their queues
-            claim = self._claimed.popleft()
-            self._write("requeue", claim.fp, claim.token, claim.request)
-        self._housekeeping(force=True)
-        if self.outbox:
+        outbox = self.link.outbox
+        if await outbox.drain():
+            self._upkeeping = False
+            await self._housekeeping()
+            if not self.persist and not isinstance(self.frontier, EmbeddedFrontier):
+                await self.link.run(self._forget_if_finished)
+        else:
             logger.error("%d frontier steps could not reach Redis; their URLs will be fetched "
-                         "again once their leases expire", len(self.outbox))
-        if isinstance(self.frontier, RedisFrontier | ShardedRedisFrontier) and not self.persist:
-            self._forget_if_finished()
-        self.frontier.close()
+                         "again once their leases expire", len(outbox))
+        outbox.cancel()
+        await self.link.run(self.frontier.close)
+        self.link.calls.stop()
 
     def _forget_if_finished(self) -> None:
-        """``SCHEDULER_PERSIST = False``: a finished crawl's keys go with its last worker."""
+        """In the I/O thread, ``SCHEDULER_PERSIST = False``: a finished crawl's keys go with
+        its last worker."""
         try:
             if not self.frontier.has_pending():
                 logger.info("Crawl %s finished: %d keys deleted (SCHEDULER_PERSIST = False)",
@@ -214,136 +243,89 @@ class FrontierScheduler(BaseScheduler):
 
     # ---------------------------------------------------------------- housekeeping
 
-    def _write(self, name: str, *args: Any, default: Any = None) -> Any:
-        """A frontier step, through the outbox (it waits there while Redis is down)."""
-        return self.outbox.write(name, *args, default=default)
+    def _write(self, name: str, *args: Any) -> defer.Deferred:
+        return self.link.write(name, *args)
 
     def _commit(self) -> None:
         self._ack_finished()
-        self.frontier.commit()
+        self.link.run(self.frontier.commit).addErrback(self.link.failed)
 
-    def _housekeeping(self, force: bool = False) -> None:
+    def _housekeeping(self) -> defer.Deferred | None:
         """Renew our leases, beat, reap the dead's, promote due retries and revisits, and
-        publish the frontier's gauges and counters as stats."""
-        if not self.outbox.flush(force):
-            return
-        now = time.time()
-        try:
-            # Our own requests may wait long (robots.txt, slow pipelines): their leases are
-            # ours, so renew them; reaping is for the leases of workers that died.
-            expires = now + self.frontier.lease_seconds
-            for fp, token in self.leases.leases():
-                self.frontier.renew(fp, token, expires)
-            for claim in self._claimed:
-                self.frontier.renew(claim.fp, claim.token, expires)
-            for worker, leases, silent in self.frontier.heartbeat(now):
-                logger.warning("Worker %s has been silent for %.0f s: its %d leased URLs are queued "
-                               "again and their hosts freed", worker, silent, leases)
-            self.frontier.reap(now)
-            if self.frontier.due_retries(now):
-                self.waker.in_seconds(0)
-            self._promote_due_revisits()
-            stats = self.crawler.stats
-            for key, value in self.frontier.gauges(now).items():
-                stats.set_value(f"frontier/{key}", value)
-            for key, value in self.frontier.counters.items():
-                stats.set_value(f"frontier/{key}", value)
-            stats.set_value("frontier/awaiting_store", self.leases.awaiting_store)
-            stats.set_value("frontier/awaiting_upload", self.leases.awaiting_upload)
-        except RedisError as error:
-            self.outbox.outage(error)
+        publish the frontier's gauges and counters as stats: one job off the reactor. It runs
+        while Redis is down too: its first success ends the outage."""
+        if self._upkeeping:
+            return None
+        self._upkeeping = True
+        leases = list(self.leases.leases()) + [(c.fp, c.token) for c in self.link.claimed]
+        d = self.link.read_with_counts(upkeep, self.frontier, leases)
+        return d.addCallbacks(self._upkept, self._upkeep_failed)
+
+    def _upkeep_failed(self, failure: Failure) -> None:
+        self._upkeeping = False
+        self.link.failed(failure)
+
+    def _upkept(self, result: Upkeep) -> None:
+        self._upkeeping = False
+        for worker, leases, silent in result.dead_workers:
+            logger.warning("Worker %s has been silent for %.0f s: its %d leased URLs are queued "
+                           "again and their hosts freed", worker, silent, leases)
+        if result.due_revisits:
+            self.crawler.stats.inc_value("revisit/due", result.due_revisits)
+        if result.due_retries or result.due_revisits:
+            self.waker.in_seconds(0)
+        if result.next_revisit is not None and not self._closed:
+            self.revisit_timer.at(result.next_revisit)
+        stats = self.crawler.stats
+        for key, value in {**result.gauges, **result.counters}.items():
+            stats.set_value(f"frontier/{key}", value)
+        stats.set_value("frontier/awaiting_store", self.leases.awaiting_store)
+        stats.set_value("frontier/awaiting_upload", self.leases.awaiting_upload)
 
     # ---------------------------------------------------------------- engine side
 
     def has_pending_requests(self) -> bool:
+        """Answered from this worker's state and the last read of the frontier's counts (a
+        fresh read starts off the reactor when that one is old): never a call to Redis here."""
         self._ack_finished()
-        if self.outbox and not self.outbox.flush():
+        self._said_pending = self._pending()
+        return self._said_pending
+
+    def _pending(self) -> bool:
+        counts = self.link.counts()
+        if counts is None:
             return True  # never close a crawl while its frontier is unreachable
-        try:
-            # Leases that wait only for this worker's uploads or fsyncs do not keep the
-            # crawl open: the last are done when the store closes.
-            pending = self.frontier.queued + self.frontier.leased + self.frontier.waiting
-            if pending - self.leases.awaiting_store > 0:
-                return True
-            # Continuous: asleep until the next revisit falls due (its timer wakes the engine);
-            # pages waiting to be safely stored become revisits once they are.
-            return self.continuous and (self.frontier.revisits > 0 or self.leases.awaiting_store > 0)
-        except RedisError as error:
-            self.outbox.outage(error)
+        # Leases that wait only for this worker's uploads or fsyncs do not keep the
+        # crawl open: the last are done when the store closes.
+        if counts.queued + counts.leased + counts.waiting - self.leases.awaiting_store > 0:
             return True
+        # Continuous: asleep until the next revisit falls due (its timer wakes the engine);
+        # pages waiting to be safely stored become revisits once they are.
+        return self.continuous and (counts.revisits > 0 or self.leases.awaiting_store > 0)
+
+    def _counts_read(self) -> None:
+        if self._said_pending and not self._pending():
+            self.engine.wake()  # the engine asks again, and hears that nothing is left
 
     def enqueue_request(self, request: Request) -> bool:
-        fp = int.from_bytes(self.crawler.request_fingerprinter.fingerprint(request)[:8], "big")
-        inherited = request.meta.pop(LEASE_META, None)
-        request.meta.pop(FETCH_META, None)
-        try:
-            data, dropped = request_to_json(request, self.spider)
-        except ValueError as error:  # its callback or errback is not a method of the spider
-            self.crawler.stats.inc_value("frontier/rejected/callback")
-            callback = getattr(request.callback, "__qualname__", request.callback)
-            self._warn_once(f"callback:{callback}", "Request for %s not queued: its callback or errback "
-                            "is not a method of the spider, so it cannot be stored (%s)", request.url, error)
-            return False
-        if dropped:
-            self.crawler.stats.inc_value("frontier/meta_dropped", len(dropped))
-            for key in dropped:
-                self._warn_once(f"meta:{key}", "Request for %s: meta[%r] cannot be stored as JSON; it "
-                                "is dropped from this and every later request", request.url, key)
-        # A retry of the URL its lease holds goes back to the queue; that lease ends.
-        if inherited is not None and inherited[0] == fp and self._write(
-                "requeue", fp, inherited[1], data, default=True):
-            self.crawler.stats.inc_value("frontier/requeued")
-            return True
-        host = urlparse_cached(request).hostname or ""
-        level = self.levels.level(request.meta.get("depth", 0), request.priority)
-        added = self._write("add", [Entry(fp, host, level, data)], request.dont_filter, default=[True])[0]
-        if added:
-            self.crawler.stats.inc_value("frontier/enqueued")
-        elif request.meta.get("sitemap_lastmod"):
-            self._sitemap_says_changed(fp, host, request.meta["sitemap_lastmod"])
-        self._key_new_hosts()
-        return added
-
-    def _sitemap_says_changed(self, fp: int, host: str, lastmod: str) -> None:
-        """A sitemap's <lastmod> later than a URL's last fetch makes its revisit due now."""
-        scheduled = self._write("revisit_at", fp, host)
-        if (scheduled and RevisitPolicy.due_by_lastmod(scheduled[1], lastmod_time(lastmod))
-                and self._write("hasten_revisit", fp, host, time.time(), default=False)):
-            self.crawler.stats.inc_value("revisit/lastmod")
-            self.revisit_timer.in_seconds(0)
-
-    def _warn_once(self, key: str, message: str, *args: Any) -> None:
-        """One WARNING per kind of bad request (a callback, a meta key), not one per URL."""
-        if key not in self._warned and len(self._warned) < 1000:
-            self._warned.add(key)
-            logger.warning(message, *args)
+        return self.intake.enqueue(request, self.spider)
 
     def next_request(self) -> Request | None:
+        """The next claimed request, from the local buffer; an empty buffer is refilled off the
+        reactor (as many due hosts as the downloader has free slots, in one step), and the
+        engine woken when the claims are in."""
         self._ack_finished()
-        if self.outbox and not self.outbox.flush():
-            return None
-        if not self._claimed and not self._claim(time.time()):
-            return None
-        result = self._claimed.popleft()
+        claimed = self.link.claimed
+        if not claimed:
+            self.link.claim(max(1, self._concurrency - len(self.leases)))
+            if not claimed:
+                return None
+        result = claimed.popleft()
         request = request_from_json(result.request, self.spider)
         request.meta[LEASE_META] = (result.fp, result.token)
         self.leases.hand_out(request, result.fp, result.token)
         self.crawler.stats.inc_value("frontier/claims")
         return request
-
-    def _claim(self, now: float) -> bool:
-        """Claim as many due hosts as the downloader has free slots, in one step; False
-        when none is due (the engine is woken when the next one falls due)."""
-        limit = max(1, self._concurrency - len(self.leases))
-        try:
-            claims, wait = self.frontier.claim_many(now, limit)
-        except RedisError as error:
-            self.outbox.outage(error)
-            return False
-        self._claimed.extend(claims)
-        if wait is not None and not claims:
-            self.waker.in_seconds(wait)
-        return bool(claims)
 
     # ---------------------------------------------------------------- ends of leases
 
@@ -354,7 +336,7 @@ class FrontierScheduler(BaseScheduler):
             return
         finished = self.leases.finished(in_progress)
         for request, fp, token, reason in finished.failed:
-            self._failed(request, fp, token, reason)
+            self.failures.failed(request, fp, token, reason, self.spider)
         if finished.kept:
             self.crawler.stats.inc_value("frontier/kept_leases", finished.kept)
         self._done(finished.done)
@@ -384,87 +366,16 @@ class FrontierScheduler(BaseScheduler):
         """Queue the revisits that are due; wake the engine, and again for the next one."""
         if self._closed:
             return
-        due = self._write("due_revisits", time.time(), default=0)
+        d = self.link.run(promote_revisits, self.frontier, time.time())
+        d.addCallbacks(self._revisits_promoted, self.link.failed)
+
+    def _revisits_promoted(self, result: tuple[int, float | None]) -> None:
+        due, upcoming = result
         if due:
             self.crawler.stats.inc_value("revisit/due", due)
             self.waker.in_seconds(0)
-        upcoming = self._write("next_revisit", default=None)
-        if upcoming is not None:
+        if upcoming is not None and not self._closed:
             self.revisit_timer.at(upcoming)
-
-    def _failed(self, request: Request, fp: int, token: int, reason: str) -> None:
-        """The URL failed (fetch, callback, pipeline or store): retry it after the next
-        delay of the chain, durably in the frontier, or give it up as a dead letter. A
-        host that gave no answer is held as a whole, one probe per delay of the chain,
-        and after the last its queued URLs are dead letters too."""
-        attempts = request.meta.get(ATTEMPTS_META, 0) + 1
-        request.meta[ATTEMPTS_META] = attempts
-        data, _ = request_to_json(request, self.spider)
-        delay = self.retry.delay_after(attempts, reason)
-        now = time.time()
-        host = urlparse_cached(request).hostname or ""
-        unanswered = 0
-        if is_unreachable(reason) and not is_permanent(reason):
-            unanswered = self._write("unanswered", host, default=1)
-            if delay is not None:
-                delay = self._hold(host, reason, unanswered, now)
-        self._report_unanswered(fp, token, host, now + delay if unanswered and delay is not None else 0.0)
-        if delay is None:
-            self._write("dead_letter", fp, token, data, reason, now)
-            self.crawler.stats.inc_value("frontier/dead_letters")
-            logger.warning("Giving up %s after %d attempts (%s): a dead letter (scrapy deadletters %s)",
-                           request.url, attempts, reason, self.crawl_id)
-            if is_exhausted(reason) or is_permanent(reason) or unanswered > len(self.retry.delays):
-                self._give_up_host(host, reason, now)
-            return
-        self._write("retry_later", fp, token, data, now + delay)
-        call_later(delay, self._promote_due_retries)
-        self.crawler.stats.inc_value("frontier/retries")
-        logger.info("%s failed (%s, attempt %d): tried again in %.0f s", request.url, reason,
-                    attempts, delay)
-
-    def _give_up_host(self, host: str, reason: str, now: float) -> None:
-        """The host's queued URLs are dead letters too; said once per host."""
-        dead = self._write("dead_letter_host", host, reason, now, default=0)
-        self.crawler.stats.inc_value("frontier/dead_letters", dead)
-        if host not in self._given_up:
-            self._given_up.add(host)
-            logger.warning("Host %s given up after its last try (%s): its %d queued URLs are dead "
-                           "letters too", host, reason, dead)
-
-    def _hold(self, host: str, reason: str, unanswered: int, now: float) -> float | None:
-        """Hold a host whose last ``unanswered`` fetches (counted by the frontier, for every
-        worker alike) got no answer until its next probe; None: give it up."""
-        hold = self.retry.delay_after(unanswered)
-        if hold is None:
-            return None  # given up until it answers: its later failures are dead letters at once
-        self.crawler.stats.inc_value("frontier/hosts_held")
-        if hold >= 60:
-            waiting = self._write("host_queued", host, default=0)
-            logger.warning("Host %s did not answer (%s): held %.0f s, %d more URLs wait; next try at %s",
-                           host, reason, hold, waiting, time.strftime("%H:%M:%S", time.localtime(now + hold)))
-        return hold
-
-    def _report_unanswered(self, fp: int, token: int, host: str, hold_until: float) -> None:
-        """Report the lease's fetch that got no response, its host held until ``hold_until``
-        in the same step (its fetch reported already: by deferring the host)."""
-        fetch = self.fetches.unanswered(fp, token)
-        if fetch is not None:
-            fetch.hold_until = hold_until
-            self._fetches_ended([fetch])
-        elif hold_until:
-            self._write("defer", host, hold_until)
-
-    def _host_answered(self, response: Response, request: Request) -> None:
-        """A host that answers may be given up again, and said so, later (the frontier ends
-        its run of unanswered fetches as the fetch is reported)."""
-        if self._given_up:
-            self._given_up.discard(urlparse_cached(request).hostname or "")
-
-    def _promote_due_retries(self) -> None:
-        """A retry of ours falls due now (housekeeping promotes the others' too)."""
-        if not self._closed and self._write("due_retries", time.time(), default=0):
-            self.waker.in_seconds(0)
 
     def _item_scraped(self, item: Any, response: Response) -> None:
         if isinstance(item, Page):  # a project's own items are not pages stored
@@ -505,8 +416,8 @@ class FrontierScheduler(BaseScheduler):
 
     def _robots_fetched(self, host: str, seconds: float) -> bool:
         """robots.txt was the host's fetch: its next one waits the policy's gap."""
-        until = time.time() + self.frontier.policy.adaptive_gap(seconds)
-        return self._write("defer", host, until, default=True)
+        self._write("defer", host, time.time() + self.frontier.policy.adaptive_gap(seconds))
+        return True
 
     def _host_demoted(self, host: str, margin: int) -> None:
         self._write("demote", host, margin)
@@ -519,10 +430,11 @@ class FrontierScheduler(BaseScheduler):
 
     def _host_unavailable(self, host: str, until: float) -> bool:
         """Hold the host's URLs until ``until``; True: its requests may come back to us."""
-        return self._write("defer", host, until, default=True)
+        self._write("defer", host, until)
+        return True
 
     def _key_new_hosts(self) -> None:
         """With ``POLITENESS_PER_IP``, resolve each new host; it is held until then."""
-        names, self.frontier.new_hosts = self.frontier.new_hosts, []
-        if names:
-            self.keys.resolve(names)
+        if self.frontier.new_hosts:  # a peek: the list is taken in the thread that fills it
+            self.link.run(take_new_hosts, self.frontier).addCallbacks(
+                lambda names: names and self.keys.resolve(names), self.link.failed)

@@ -1,7 +1,8 @@
 -- Shared by every script: KEYS[1] is the crawl prefix P, ARGV[1] the priority levels, ARGV[2] the host budget.
 local P = KEYS[1]
-local function schedule(host)
-  -- put a host in the ready set if it has queued URLs, is not held, and its group is free
+local function schedule(host, free_at)
+  -- put a host in the ready set if it has queued URLs, is not held, and its group is free;
+  -- free_at: its group is known to be free from then (just released), no need to read it
   local h = P .. 'host:' .. host
   local held, group, fetched, own = unpack(redis.call('HMGET', h, 'held', 'group', 'fetched', 'budget'))
   if held == '1' then return end
@@ -23,16 +24,20 @@ local function schedule(host)
     end
     return
   end
-  local busy, next_allowed = unpack(redis.call('HMGET', P .. 'group:' .. group, 'busy', 'next_allowed'))
+  local busy, next_allowed = nil, free_at
+  if not free_at then
+    busy, next_allowed = unpack(redis.call('HMGET', P .. 'group:' .. group, 'busy', 'next_allowed'))
+  end
   if busy then return end
   redis.call('ZADD', P .. 'ready', tonumber(next_allowed or '0'), host)
 end
-local function release(group)
+local function release(group, free_at)
+  -- the group's fetch ended; free_at: its next allowed time, when the caller just wrote it.
   -- busy counts the group's fetches in flight: one, or more only where keys merged mid-fetch
   local g = P .. 'group:' .. group
   if redis.call('HINCRBY', g, 'busy', -1) > 0 then return end
   redis.call('HDEL', g, 'busy')
-  for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do schedule(member) end
+  for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do schedule(member, free_at) end
 end
 local function ensure_host(host, held)
   local h = P .. 'host:' .. host

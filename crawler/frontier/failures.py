@@ -1,0 +1,137 @@
+"""A URL that failed, retried along the retry chain, durably in the frontier, or given up."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+from scrapy.utils.asyncio import call_later
+from scrapy.utils.httpobj import urlparse_cached
+
+from crawler.frontier.codec import ATTEMPTS_META, request_to_json
+from crawler.frontier.policy import RetryPolicy, is_exhausted, is_permanent, is_unreachable
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
+    from twisted.internet.defer import Deferred
+
+    from crawler.frontier.api import Fetch
+    from crawler.frontier.fetches import FetchReports
+
+logger = logging.getLogger(__name__)
+
+
+class _Failure(NamedTuple):
+    url: str
+    fp: int
+    token: int
+    data: str  # the request as stored, its attempts included
+    reason: str
+    attempts: int
+    now: float
+    host: str
+
+
+class FailureChain:
+    """What follows a failed fetch, callback, pipeline or store: a retry after the next delay
+    of ``FRONTIER_RETRY_DELAYS``, or a dead letter; a host that gives no answer is held as a
+    whole, its run of unanswered fetches counted by the frontier for every worker alike, and
+    its hold written with the report of the fetch that failed (``fetches`` keeps that report
+    back until then; ``report`` sends it), so no other fetch of the host slips in before.
+    Steps go through ``write`` (the scheduler's outbox); ``wake`` asks the engine for
+    requests; ``is_open`` is False once the scheduler closed."""
+
+    def __init__(self, write: Callable[..., Deferred], stats: StatsCollector, retry: RetryPolicy,
+                 wake: Callable[[], None], crawl_id: str, is_open: Callable[[], bool],
+                 fetches: FetchReports, report: Callable[[list[Fetch]], object]) -> None:
+        self.write = write
+        self.stats = stats
+        self.retry = retry
+        self.wake = wake
+        self.crawl_id = crawl_id
+        self.is_open = is_open
+        self.fetches = fetches
+        self.report = report
+        self.given_up: set[str] = set()  # hosts whose queues went to the dead letters
+
+    def failed(self, request: Request, fp: int, token: int, reason: str, spider: Spider | None) -> None:
+        """The URL failed (fetch, callback, pipeline or store): retry it after the next
+        delay of the chain, durably in the frontier, or give it up as a dead letter. A
+        host that gave no answer is held as a whole, one probe per delay of the chain,
+        and after the last its queued URLs are dead letters too."""
+        attempts = request.meta.get(ATTEMPTS_META, 0) + 1
+        request.meta[ATTEMPTS_META] = attempts
+        data, _ = request_to_json(request, spider)
+        failure = _Failure(request.url, fp, token, data, reason, attempts, time.time(),
+                           urlparse_cached(request).hostname or "")
+        if is_unreachable(reason) and not is_permanent(reason):
+            self.write("unanswered", failure.host).addCallback(self.decide, failure)
+        else:
+            self.decide(0, failure)
+
+    def decide(self, unanswered: int, failure: _Failure) -> None:
+        """Retry or give up ``failure``, its host's run of unanswered fetches now ``unanswered``."""
+        url, fp, token, data, reason, attempts, now, host = failure
+        delay = self.retry.delay_after(attempts, reason)
+        if unanswered and delay is not None:
+            delay = self.hold(host, reason, unanswered, now)
+        fetch = self.fetches.unanswered(fp, token)
+        if fetch is not None:
+            fetch.hold_until = now + delay if unanswered and delay is not None else 0.0
+            self.report([fetch])
+        elif unanswered and delay is not None:  # its fetch reported already
+            self.write("defer", host, now + delay)
+        if delay is None:
+            self.write("dead_letter", fp, token, data, reason, now)
+            self.stats.inc_value("frontier/dead_letters")
+            logger.warning("Giving up %s after %d attempts (%s): a dead letter (scrapy deadletters %s)",
+                           url, attempts, reason, self.crawl_id)
+            if is_exhausted(reason) or is_permanent(reason) or unanswered > len(self.retry.delays):
+                self.give_up_host(host, reason, now)
+            return
+        self.write("retry_later", fp, token, data, now + delay)
+        call_later(delay, self.promote_due_retries)
+        self.stats.inc_value("frontier/retries")
+        logger.info("%s failed (%s, attempt %d): tried again in %.0f s", url, reason, attempts, delay)
+
+    def give_up_host(self, host: str, reason: str, now: float) -> None:
+        """The host's queued URLs are dead letters too; said once per host."""
+
+        def given_up(dead: int) -> None:
+            self.stats.inc_value("frontier/dead_letters", dead)
+            if host not in self.given_up:
+                self.given_up.add(host)
+                logger.warning("Host %s given up after its last try (%s): its %d queued URLs are dead "
+                               "letters too", host, reason, dead)
+
+        self.write("dead_letter_host", host, reason, now).addCallback(given_up)
+
+    def hold(self, host: str, reason: str, unanswered: int, now: float) -> float | None:
+        """How long to hold a host whose last ``unanswered`` fetches got no answer, until its
+        next probe; None: give it up."""
+        hold = self.retry.delay_after(unanswered)
+        if hold is None:
+            return None  # given up until it answers: its later failures are dead letters at once
+        self.stats.inc_value("frontier/hosts_held")
+        if hold >= 60:
+            self.write("host_queued", host).addCallback(
+                lambda waiting: logger.warning(
+                    "Host %s did not answer (%s): held %.0f s, %d more URLs wait; next try at %s", host,
+                    reason, hold, waiting, time.strftime("%H:%M:%S", time.localtime(now + hold))))
+        return hold
+
+    def host_answered(self, response: Response, request: Request) -> None:
+        """A host that answers may be given up again, and said so, later (the frontier ends
+        its run of unanswered fetches as the fetch is reported)."""
+        if self.given_up:
+            self.given_up.discard(urlparse_cached(request).hostname or "")
+
+    def promote_due_retries(self) -> None:
+        """A retry of ours falls due now (housekeeping promotes the others' too)."""
+        if self.is_open():
+            self.write("due_retries", time.time()).addCallback(
+                lambda due: due and self.wake())

@@ -1,0 +1,107 @@
+"""Requests into the frontier: checked, stored as JSON, sent as adds (or requeues)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.httpobj import urlparse_cached
+
+from crawler.frontier.api import Entry
+from crawler.frontier.codec import LEASE_META, request_to_json
+from crawler.frontier.fetches import FETCH_META
+from crawler.frontier.policy import PriorityLevels
+from crawler.frontier.revisit import RevisitPolicy, lastmod_time
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.statscollectors import StatsCollector
+    from twisted.internet.defer import Deferred
+
+logger = logging.getLogger(__name__)
+
+
+class Intake:
+    """The engine's requests into the frontier, through ``write`` (the outbox): a request
+    whose callback is not the spider's, or whose meta cannot be stored, gets one WARNING per
+    kind; a retry of the URL its lease holds is requeued. ``hastened`` hears of a revisit
+    made due by a sitemap's <lastmod>, ``added`` of each add done (new hosts may wait for
+    their politeness key)."""
+
+    def __init__(self, fingerprinter: Any, levels: PriorityLevels, stats: StatsCollector,
+                 write: Callable[..., Deferred], hastened: Callable[[], None],
+                 added: Callable[[], None]) -> None:
+        self.fingerprinter = fingerprinter
+        self.levels = levels
+        self.stats = stats
+        self.write = write
+        self.hastened = hastened
+        self.added = added
+        self.warned: set[str] = set()
+
+    def enqueue(self, request: Request, spider: Spider | None) -> bool:
+        """Always True once the request is stored to be sent: whether its URL is new is the
+        frontier's answer, which comes later, off the reactor (``frontier/enqueued``)."""
+        fp = int.from_bytes(self.fingerprinter.fingerprint(request)[:8], "big")
+        inherited = request.meta.pop(LEASE_META, None)
+        request.meta.pop(FETCH_META, None)
+        try:
+            data, dropped = request_to_json(request, spider)
+        except ValueError as error:  # its callback or errback is not a method of the spider
+            self.stats.inc_value("frontier/rejected/callback")
+            callback = getattr(request.callback, "__qualname__", request.callback)
+            self.warn_once(f"callback:{callback}", "Request for %s not queued: its callback or errback "
+                            "is not a method of the spider, so it cannot be stored (%s)", request.url, error)
+            return False
+        if dropped:
+            self.stats.inc_value("frontier/meta_dropped", len(dropped))
+            for key in dropped:
+                self.warn_once(f"meta:{key}", "Request for %s: meta[%r] cannot be stored as JSON; it "
+                                "is dropped from this and every later request", request.url, key)
+        host = urlparse_cached(request).hostname or ""
+        entry = Entry(fp, host, self.levels.level(request.meta.get("depth", 0), request.priority), data)
+        add = (entry, request.dont_filter, request.meta.get("sitemap_lastmod"))
+        # A retry of the URL its lease holds goes back to the queue; that lease ends.
+        if inherited is not None and inherited[0] == fp:
+            self.write("requeue", fp, inherited[1], data).addCallback(self._requeued, add)
+        else:
+            self._add(*add)
+        return True
+
+    def _requeued(self, requeued: bool, add: tuple[Entry, bool, str | None]) -> None:
+        if requeued:
+            self.stats.inc_value("frontier/requeued")
+        else:  # its lease had ended: an add as any other
+            self._add(*add)
+
+    def _add(self, entry: Entry, force: bool, lastmod: str | None) -> None:
+        self.write("add", [entry], force).addCallback(self._added, entry, lastmod)
+
+    def _added(self, added: list[bool], entry: Entry, lastmod: str | None) -> None:
+        if added[0]:
+            self.stats.inc_value("frontier/enqueued")
+        elif lastmod:
+            self._sitemap_says_changed(entry.fp, entry.host, lastmod)
+        self.added()
+
+    def _sitemap_says_changed(self, fp: int, host: str, lastmod: str) -> None:
+        """A sitemap's <lastmod> later than a URL's last fetch makes its revisit due now."""
+
+        def read(scheduled: tuple[float, float] | None) -> None:
+            if scheduled and RevisitPolicy.due_by_lastmod(scheduled[1], lastmod_time(lastmod)):
+                self.write("hasten_revisit", fp, host, time.time()).addCallback(made_due)
+
+        def made_due(done: bool) -> None:
+            if done:
+                self.stats.inc_value("revisit/lastmod")
+                self.hastened()
+
+        self.write("revisit_at", fp, host).addCallback(read)
+
+    def warn_once(self, key: str, message: str, *args: Any) -> None:
+        """One WARNING per kind of bad request (a callback, a meta key), not one per URL."""
+        if key not in self.warned and len(self.warned) < 1000:
+            self.warned.add(key)
+            logger.warning(message, *args)
