@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
-from twisted.internet import defer, threads
-from twisted.python.threadpool import ThreadPool
+from twisted.internet import defer
 
 from crawler.frontier.api import Frontier
 from crawler.frontier.embedded import EmbeddedFrontier
+from crawler.iothread import IoThread
 
 
 class InlineCalls:
@@ -32,7 +31,7 @@ class InlineCalls:
         """Nothing runs elsewhere."""
 
 
-class ThreadCalls:
+class ThreadCalls(IoThread):
     """Runs each call, in the order asked, in one I/O thread of its own; results and errors
     come back on the reactor as Deferreds.
 
@@ -42,37 +41,8 @@ class ThreadCalls:
     the socket timeout (``REDIS_SOCKET_TIMEOUT``), never the reactor."""
 
     def __init__(self, frontier: Frontier) -> None:
+        super().__init__("frontier-io")
         self.frontier = frontier
-        from twisted.internet import reactor
-
-        self._pool = ThreadPool(minthreads=1, maxthreads=1, name="frontier-io")
-        self._pool.start()
-        self._since: float | None = None  # when the running call started
-        # Its thread would keep the process alive: ended at shutdown if not at close.
-        reactor.addSystemEventTrigger("during", "shutdown", self.stop)
-
-    def run(self, fn: Callable[..., Any], *args: Any) -> defer.Deferred:
-        from twisted.internet import reactor
-
-        return threads.deferToThreadPool(reactor, self._pool, self._timed, fn, *args)
-
-    def _timed(self, fn: Callable[..., Any], *args: Any) -> Any:
-        self._since = time.monotonic()
-        try:
-            return fn(*args)
-        finally:
-            self._since = None
-
-    def waiting_for(self) -> float:
-        """Seconds the running call has waited so far (0: none runs): a stalled Redis shows here
-        long before the socket timeout."""
-        since = self._since
-        return 0.0 if since is None else time.monotonic() - since
-
-    def stop(self) -> None:
-        """Wait for the calls asked for, then end the thread (once)."""
-        if self._pool.started:
-            self._pool.stop()
 
 
 def calls_for(frontier: Frontier) -> InlineCalls | ThreadCalls:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
-from scrapy import Request
+from scrapy import Request, signals
 
 from crawler import defaults
 from crawler import signals as crawler_signals
@@ -16,6 +16,7 @@ from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIn
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
 from crawler.frontier.revisit import UNCHANGED, RevisitState, outcome
+from crawler.iothread import SparedCalls
 from crawler.items import Page
 from crawler.stages import StageClock
 from crawler.urls.keys import url_host
@@ -43,19 +44,22 @@ class ContentSeenMiddleware:
 
     The pages seen are kept in this process (``MemoryContentIndex``), or with
     ``REDIS_URL`` in Redis for all workers of the crawl (``RedisContentIndex``; the
-    first URL where there are several). When Redis cannot be reached the page is
-    taken as an original: it is stored and its links followed, so nothing is lost.
+    first URL where there are several), called from a thread of its own. When Redis
+    cannot be reached, or has not answered for ``REDIS_STALL_SECONDS``, the page is
+    taken as an original: it is stored and its links followed, so nothing is lost and
+    no page waits on Redis.
 
     Stats: ``dedup/pages``, ``dedup/exact``, ``dedup/near``, ``dedup/links_dropped``,
     ``dedup/index_errors``.
     """
 
     def __init__(self, stats: StatsCollector, max_distance: int, min_words: int,
-                 index: ContentIndex | None = None) -> None:
+                 index: ContentIndex | None = None, calls: SparedCalls | None = None) -> None:
         self.stats = stats
         self.clock = StageClock(stats)
         self.min_words = min_words
         self.index = index if index is not None else MemoryContentIndex(max_distance)
+        self.calls = calls  # the index's calls off the reactor (a shared one), or inline
         self._index_down = False
 
     @classmethod
@@ -63,12 +67,17 @@ class ContentSeenMiddleware:
         s = crawler.settings
         max_distance = s.getint("SIMHASH_MAX_DISTANCE", defaults.SIMHASH_MAX_DISTANCE)
         index: ContentIndex | None = None
+        calls = None
         if uses_redis(s):
             index = RedisContentIndex(first_redis(s),
                                       crawl_id_of(crawler), max_distance)
+            calls = SparedCalls("content-index-io", s.getfloat("REDIS_STALL_SECONDS",
+                                                               defaults.REDIS_STALL_SECONDS))
         middleware = cls(crawler.stats, max_distance,
-                         s.getint("SIMHASH_MIN_WORDS", defaults.SIMHASH_MIN_WORDS), index)
+                         s.getint("SIMHASH_MIN_WORDS", defaults.SIMHASH_MIN_WORDS), index, calls)
         crawler.signals.connect(middleware.page_captured, signal=crawler_signals.page_captured)
+        if calls is not None:
+            crawler.signals.connect(calls.stop, signal=signals.spider_closed)
         return middleware
 
     def page_captured(self, page: Page, response: Response) -> None:
@@ -83,24 +92,50 @@ class ContentSeenMiddleware:
         """Fingerprint ``page``, record it, and tell whether it duplicates an earlier one.
         A revisit answered 304, or whose text is its last visit's, is no duplicate: it is
         the page itself, already in the index."""
-        if page.status == 304:
+        lookup = self._lookup(page)
+        if lookup is None:
             return False
+        try:
+            return self._judge(page, self.index.check_and_add(*lookup))
+        except RedisError as error:
+            return self._unreachable(error)
+
+    async def check_async(self, page: Page) -> bool:
+        """``check``, its index call off the reactor when the index is shared."""
+        lookup = self._lookup(page)
+        if lookup is None:
+            return False
+        try:
+            if self.calls is None:
+                return self._judge(page, self.index.check_and_add(*lookup))
+            return self._judge(page, await self.calls.call(self.index.check_and_add, *lookup))
+        except RedisError as error:
+            return self._unreachable(error)
+
+    def _lookup(self, page: Page) -> tuple | None:
+        """Fingerprint ``page``; the index call's arguments, or None: nothing to look up."""
+        if page.status == 304:
+            return None
         digest, page.simhash, words = content_fingerprints(page.text, self.clock)
         page.content_sha256 = digest
         self.stats.inc_value("dedup/pages")
         last = RevisitState.from_dict(page.last_visit)
         if not words or outcome(last, page.status, digest) == UNCHANGED:
-            return False
-        try:
-            match = self.index.check_and_add(bytes.fromhex(digest), page.simhash, page.url,
-                                             url_host(page.url), words >= self.min_words)
-        except RedisError as error:
-            self.stats.inc_value("dedup/index_errors")
-            if not self._index_down:  # once per outage, not once per page
-                logger.warning("Content index unreachable, pages are taken as originals until it "
-                               "answers (dedup/index_errors counts them): %s", error)
-            self._index_down = True
-            return False
+            return None
+        return (bytes.fromhex(digest), page.simhash, page.url, url_host(page.url),
+                words >= self.min_words)
+
+    def _unreachable(self, error: RedisError) -> bool:
+        """The page is taken as an original; said once per outage, not once per page."""
+        self.stats.inc_value("dedup/index_errors")
+        if not self._index_down:
+            logger.warning("Content index unreachable, pages are taken as originals until it "
+                           "answers (dedup/index_errors counts them): %s", error)
+        self._index_down = True
+        return False
+
+    def _judge(self, page: Page, match: Any) -> bool:
+        """Record the index's answer on ``page``; whether it is a duplicate."""
         if self._index_down:
             logger.info("Content index answers again")
             self._index_down = False
@@ -132,5 +167,8 @@ class ContentSeenMiddleware:
     ) -> AsyncIterator[Any]:
         state = [False]
         async for obj in result:
-            if self._route(obj, state):
+            if isinstance(obj, Page):
+                state[0] = await self.check_async(obj)
+                yield obj
+            elif self._route(obj, state):
                 yield obj

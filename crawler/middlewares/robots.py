@@ -26,6 +26,7 @@ from crawler import signals as crawler_signals
 from crawler.frontier.codec import LEASE_META, mark_failed
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
+from crawler.iothread import SparedCalls
 from crawler.robots.cache import RobotsCachePolicy, RobotsEntry, RobotsLru, SharedRobotsCache
 from crawler.robots.rules import ROBOTS_MAX_BYTES, RobotsRules, product_token
 from crawler.urls.normalize import normalize_url
@@ -137,8 +138,11 @@ class RobotsMiddleware:
         crawler.signals.connect(middleware._bytes_received, signal=signals.bytes_received)
         if uses_redis(s):
             crawl_id = crawl_id_of(crawler)
+            calls = SparedCalls("robots-cache-io", s.getfloat("REDIS_STALL_SECONDS",
+                                                              defaults.REDIS_STALL_SECONDS))
+            crawler.signals.connect(calls.stop, signal=signals.spider_closed)
             middleware.shared = SharedRobotsCache(first_redis(s, socket_timeout=5),
-                                                  f"crawl:{{{crawl_id}}}:robots:")
+                                                  f"crawl:{{{crawl_id}}}:robots:", calls)
         return middleware
 
     @property
@@ -192,11 +196,13 @@ class RobotsMiddleware:
             waiter: Deferred[RobotsEntry] = Deferred()
             self._waiting[origin].append(waiter)
             return await maybe_deferred_to_future(waiter), False
-        shared = self.shared.load(origin, self.token) if self.shared else None
+        self._waiting[origin] = []
+        shared = await self.shared.lookup(origin, self.token) if self.shared else None
         if shared is not None and shared.expires > self.clock():
             self._entries.put(origin, shared)  # another worker fetched it
+            for waiter in self._waiting.pop(origin):
+                waiter.callback(shared)
             return shared, False
-        self._waiting[origin] = []
         try:
             status_class, body, error = await self._fetch(origin)
         except Exception:  # a bug must not leave the waiting requests hanging
@@ -206,7 +212,7 @@ class RobotsMiddleware:
         entry = self.policy.after_fetch(entry or shared, rules, status_class, self.clock())
         self._entries.put(origin, entry)
         if self.shared:
-            self.shared.save(origin, entry, body)
+            self.shared.keep(origin, entry, body)
         self._announce(origin, entry, rules, error)
         for waiter in self._waiting.pop(origin):
             waiter.callback(entry)

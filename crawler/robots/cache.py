@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from redis import Redis, RedisError
 
 from crawler import defaults
+from crawler.iothread import SparedCalls
 from crawler.robots.rules import RobotsRules
 
 logger = logging.getLogger(__name__)
@@ -80,11 +81,31 @@ class SharedRobotsCache:
     """robots.txt answers shared by the workers of a Redis crawl, so a host's robots.txt
     is fetched once for the crawl, not once per worker: ``crawl:{<id>}:robots:<origin>``
     hashes that expire with the answer, holding the robots.txt body that each worker
-    parses. Redis errors are logged and ignored (each worker then fetches for itself)."""
+    parses. Redis errors are logged and ignored (each worker then fetches for itself).
+    ``lookup`` and ``keep`` call Redis off the reactor (``calls``): a Redis that stops
+    answering delays no request past ``REDIS_STALL_SECONDS``."""
 
-    def __init__(self, client: Redis, prefix: str) -> None:
+    def __init__(self, client: Redis, prefix: str, calls: SparedCalls | None = None) -> None:
         self.redis = client
         self.prefix = prefix
+        self.calls = calls
+
+    async def lookup(self, origin: str, token: str) -> RobotsEntry | None:
+        """``load``, off the reactor; None while Redis is unreachable or stalled."""
+        if self.calls is None:
+            return self.load(origin, token)
+        try:
+            return await self.calls.call(self.load, origin, token)
+        except RedisError as error:
+            logger.warning("Shared robots.txt cache unreachable: %s", error)
+            return None
+
+    def keep(self, origin: str, entry: RobotsEntry, body: bytes | None) -> None:
+        """``save``, off the reactor, without waiting for it."""
+        if self.calls is None:
+            self.save(origin, entry, body)
+        else:
+            self.calls.io.run(self.save, origin, entry, body)
 
     def load(self, origin: str, token: str) -> RobotsEntry | None:
         try:

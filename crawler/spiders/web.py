@@ -18,6 +18,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 from twisted.internet.task import LoopingCall
+from twisted.python.failure import Failure
 
 from crawler import defaults
 from crawler import signals as crawler_signals
@@ -25,6 +26,7 @@ from crawler.extract.html import extract_text, parse_html
 from crawler.extract.page import extract_page, not_modified_page
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
+from crawler.iothread import IoThread
 from crawler.items import Page, ProbeAnswer
 from crawler.middlewares.traps import TrapsMiddleware
 from crawler.robots.meta import PageDirectives, page_directives
@@ -140,8 +142,9 @@ def _sitemap_priority(value: str | None) -> float | None:
 class PushedSeeds:
     """Seeds pushed into Redis while a crawl runs: the list ``crawl:{<CRAWL_ID>}:seeds``
     (items: URLs, plain or as JSON strings), or scrapy-redis's ``REDIS_START_URLS_KEY``. Polled every
-    ``SEEDS_POLL_INTERVAL`` seconds; an idle worker waits ``SCHEDULER_IDLE_BEFORE_CLOSE``
-    seconds for more work (pushed seeds, or URLs other workers find) before it closes."""
+    ``SEEDS_POLL_INTERVAL`` seconds, off the reactor (a stalled Redis stalls no download);
+    an idle worker waits ``SCHEDULER_IDLE_BEFORE_CLOSE`` seconds for more work (pushed seeds,
+    or URLs other workers find) before it closes."""
 
     def __init__(self, spider: WebSpider, client: Redis, key: str, interval: float,
                  idle_before_close: float) -> None:
@@ -152,6 +155,10 @@ class PushedSeeds:
         self.idle_before_close = idle_before_close
         self._idle_since: float | None = None
         self._poll = LoopingCall(self.poll)
+        self._io: IoThread | None = None
+        self._reading = False  # a read on its way
+        self._found = 0  # seeds read since the spider was last idle
+        self._unreadable_said = False  # the outage was logged
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, spider: WebSpider) -> PushedSeeds:
@@ -167,35 +174,56 @@ class PushedSeeds:
         return seeds
 
     def spider_opened(self) -> None:
+        self._io = IoThread("pushed-seeds-io")
         self._poll.start(self.interval, now=False)
 
     def spider_closed(self) -> None:
         if self._poll.running:
             self._poll.stop()
+        if self._io is not None:
+            self._io.stop()
 
-    def poll(self) -> int:
-        """Schedule the seeds waiting in Redis; how many there were."""
-        try:
-            items = self.redis.lpop(self.key, 1000) or []
-        except RedisError as error:
-            logger.warning("Could not read pushed seeds from Redis: %s", error)
-            return 0
+    def poll(self) -> None:
+        """Read the seeds waiting in Redis, off the reactor, one read at a time."""
+        if self._reading or self._io is None:
+            return
+        self._reading = True
+        d = self._io.run(self.redis.lpop, self.key, 1000)
+        d.addCallbacks(self._read, self._unreadable)
+        d.addBoth(self._read_over)
+
+    def _read(self, items: list[bytes] | None) -> None:
+        """Schedule the seeds read."""
+        self._unreadable_said = False
         urls = []
-        for item in items:
+        for item in items or []:
             try:
                 urls.append(json.loads(item))
             except ValueError:
                 urls.append(item.decode("utf-8", "replace"))
         if urls:
             self._idle_since = None
+            self._found += len(urls)
             self.spider.add_seeds(urls)
-        return len(urls)
+
+    def _unreadable(self, failure: Failure) -> None:
+        if not failure.check(RedisError):
+            failure.raiseException()
+        if not self._unreadable_said:  # once until a read succeeds
+            self._unreadable_said = True
+            logger.warning("Could not read pushed seeds from Redis: %s", failure.value)
+
+    def _read_over(self, result: Any) -> Any:
+        self._reading = False
+        return result
 
     def working(self) -> None:
         self._idle_since = None
 
     def spider_idle(self) -> None:
-        if self.poll():
+        found, self._found, reading = self._found, 0, self._reading
+        self.poll()
+        if found or reading:  # seeds came, or may be on their way
             raise DontCloseSpider
         now = time.monotonic()
         if self._idle_since is None:
