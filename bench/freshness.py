@@ -25,6 +25,9 @@ number passed as the hash, judged by the policy's own ``outcome()``).
 ``importance(depth)``, the ``HotShare`` stretch (cap ``--hot-share``, default
 ``REVISIT_HOT_SHARE``) and, after ``--evidence`` gaps, the gap chosen from the page's
 evidence at ``--waste-cost`` (defaults ``REVISIT_EVIDENCE``, ``REVISIT_WASTE_COST``).
+With ``--last-modified S`` a share S of
+the pages (seeded) date their versions: a changed fetch carries the Last-Modified of the
+last change (sim seconds as Unix time), which ours' estimator uses; by default none do.
 *ours, rates known* (``--known-rates``): that chooser told each page's true rate.
 *optimal*: Cho and Garcia-Molina's allocation for known rates ("Synchronizing a
 database to improve freshness", SIGMOD 2000), see :func:`optimal_rates`. Every copy
@@ -50,6 +53,7 @@ import sys
 import time
 from bisect import bisect_right
 from dataclasses import dataclass
+from email.utils import formatdate
 from pathlib import Path
 
 import numpy as np
@@ -226,8 +230,10 @@ class Adaptive:
 
     def __init__(self, web: Web, scale: float, weighted: bool, hot_share: float | None,
                  shape: tuple[float, float, float] = SHIPPED, waste_cost: float = 0.0,
-                 evidence: int = 10**9) -> None:
+                 evidence: int = 10**9, dated_share: float = 0.0) -> None:
         self.policy = RevisitPolicy(*(seconds * scale for seconds in shape), waste_cost, evidence)
+        self.changes = web.changes
+        self.dated = (np.random.default_rng(web.seed + 4).uniform(size=len(web)) < dated_share).tolist()
         self.weights = [importance(d) if weighted else 1.0 for d in web.depths]
         self.hot = HotShare(hot_share) if hot_share is not None else None
         self.phase = np.random.default_rng(web.seed + 3).uniform(size=len(web)).tolist()
@@ -244,7 +250,9 @@ class Adaptive:
         if self.hot is not None:
             stretch = self.hot.stretch()
             self.hot.record(self.policy.is_hot(previous.interval))
-        self.states[i] = self.policy.visit(previous, t, 200, str(version), None, None,
+        dated = self.dated[i] and version > 0
+        last_modified = formatdate(self.changes[i][version - 1], usegmt=True) if dated else None
+        self.states[i] = self.policy.visit(previous, t, 200, str(version), None, last_modified,
                                            self.weights[i], stretch)[1]
         return self.states[i].next_visit
 
@@ -295,15 +303,16 @@ def calibrated(web: Web, budget: int, tolerance: float = 0.002, policy: type = A
 
 def compare(web: Web, budget: int, hot_share: float = defaults.REVISIT_HOT_SHARE, weighted: bool = True,
             shape: tuple[float, float, float] = SHIPPED, waste_cost: float = defaults.REVISIT_WASTE_COST,
-            evidence: int = defaults.REVISIT_EVIDENCE, known_rates: bool = False) -> dict:
+            evidence: int = defaults.REVISIT_EVIDENCE, known_rates: bool = False,
+            dated_share: float = 0.0) -> dict:
     """Every policy on one web and budget: name -> (Result, note). ``hot_share``,
-    ``weighted``, ``shape``, ``waste_cost`` and ``evidence`` are ours (plain keeps the
-    shipped shape); ``known_rates`` adds :class:`KnownRates` with ours' arguments."""
+    ``weighted``, ``shape``, ``waste_cost``, ``evidence`` and ``dated_share`` are ours
+    (plain keeps the shipped shape); ``known_rates`` adds :class:`KnownRates` with ours' arguments."""
     fixed = Fixed(web, budget)
     optimal = Optimal(web, budget)
     plain_scale, plain = calibrated(web, budget, weighted=False, hot_share=None)
     ours_scale, ours = calibrated(web, budget, weighted=weighted, hot_share=hot_share, shape=shape,
-                                  waste_cost=waste_cost, evidence=evidence)
+                                  waste_cost=waste_cost, evidence=evidence, dated_share=dated_share)
     days = "/".join(f"{seconds * ours_scale / DAY:.2f}" for seconds in shape)
     theory = expected_freshness(np.array(web.rates), optimal.freqs)
     known = {}
@@ -315,7 +324,8 @@ def compare(web: Web, budget: int, hot_share: float = defaults.REVISIT_HOT_SHARE
         "fixed interval": (simulate(web, fixed), f"every {fixed.interval / DAY:.2f} d"),
         "plain halve/double": (plain, f"shipped intervals x{plain_scale:.3f}"),
         "ours": (ours, f"start/min/max {days} d, hot share {hot_share:g}"
-                       + ("" if weighted else ", no importance")),
+                       + ("" if weighted else ", no importance")
+                       + (f", {dated_share:.0%} dated" if dated_share else "")),
         **known,
         "optimal (known rates)": (simulate(web, optimal), f"{theory:.4f} in theory"),
     }
@@ -359,6 +369,8 @@ def main() -> None:
     parser.add_argument("--no-importance", action="store_true", help="ours without the depth weight")
     parser.add_argument("--known-rates", action="store_true",
                         help="add ours' gap chooser told each page's true rate: the cost of learning")
+    parser.add_argument("--last-modified", type=float, default=0.0, metavar="SHARE",
+                        help="share of pages whose Last-Modified dates their changes (default 0)")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--quick", action="store_true", help="3,000 pages: ~25 s")
     args = parser.parse_args()
@@ -370,7 +382,8 @@ def main() -> None:
           f"{args.budget_days:g} days), {sum(map(len, web.changes)):,} change events, seed {args.seed}\n")
     shape = tuple(float(days) * DAY for days in args.shape.split(","))
     print("\n".join(report(compare(web, budget, args.hot_share, not args.no_importance, shape,
-                                    args.waste_cost, args.evidence, args.known_rates))))
+                                    args.waste_cost, args.evidence, args.known_rates,
+                                    args.last_modified))))
     print(f"\n({time.perf_counter() - began:.1f} s)")
 
 

@@ -83,3 +83,26 @@ def test_bad_costs_and_evidence_are_refused():
         RevisitPolicy(waste_cost=-1.0)
     with pytest.raises(ValueError, match="REVISIT_EVIDENCE"):
         RevisitPolicy(evidence=0)
+
+
+def test_a_dated_change_makes_the_belief_peak_at_one_over_its_age():
+    """One change dated A seconds back, nothing else: the likelihood l e^(-l A) peaks at l = 1/A
+    (on a log grid with a log-uniform prior the weights are proportional to it)."""
+    chooser = GapChooser(DAY, 30 * DAY, fetch_cost=0.2 * DAY, waste_cost=0.0)
+    for age in (6 * 3600.0, 2 * DAY, 10 * DAY):
+        belief = chooser.belief(Evidence(0, 0.0, 0.0, dated=1, age=age))
+        peak = chooser._rates[belief.index(max(belief))]
+        assert abs(math.log(peak * age)) <= math.log(1.25) / 2 + 1e-9
+
+
+def test_dated_changes_tell_a_fast_page_from_one_worth_revisiting():
+    """Both changed at each of 5 weekly visits; their Last-Modified says one changed an hour
+    before each fetch, the other three days before: only the second can be kept fresh."""
+    chooser = RevisitPolicy(7 * DAY, DAY, 30 * DAY, waste_cost=5.0).chooser
+    undated = Evidence(5, 35 * DAY, 0.0)
+    hourly = Evidence(0, 0.0, 0.0, dated=5, age=5 * 3600.0)
+    every_three_days = Evidence(0, 0.0, 0.0, dated=5, age=15 * DAY)
+    assert chooser.gap(hourly) == 30 * DAY
+    assert chooser.gap(every_three_days) < chooser.gap(undated) <= 30 * DAY
+    ages = [chooser.gap(Evidence(0, 0.0, 0.0, dated=5, age=5 * days * DAY)) for days in (3, 6, 12)]
+    assert ages == sorted(ages)  # older versions: a slower page, a longer gap

@@ -55,3 +55,16 @@ def test_the_optimal_rates_meet_the_budget_and_skip_pages_not_worth_a_fetch():
 def test_told_the_rates_the_chooser_is_fresher_than_while_it_learns_them(tiny):
     _, _, results = tiny
     assert results["ours, rates known"][0].freshness > results["ours"][0].freshness
+
+
+def test_dated_pages_hand_the_policy_the_time_of_their_last_change():
+    web = bench.make_web(200, 20, seed=3)
+    dated = bench.Adaptive(web, 1.0, weighted=False, hot_share=None, waste_cost=5.0, evidence=2,
+                           dated_share=1.0)
+    undated = bench.Adaptive(web, 1.0, weighted=False, hot_share=None, waste_cost=5.0, evidence=2)
+    bench.simulate(web, dated), bench.simulate(web, undated)
+    assert sum(s.dated_changes for s in dated.states) > 0
+    assert sum(s.dated_changes for s in undated.states) == 0
+    for state in dated.states:  # every change found is dated: a version's age is at most its gap
+        assert state.changed_time == 0.0
+        assert state.dated_age <= state.dated_changes * web.horizon

@@ -1,5 +1,7 @@
 """The revisit policy as pure functions: intervals, outcomes, importance, the hot cap."""
 
+from email.utils import formatdate
+
 import pytest
 
 from crawler.frontier.revisit import (
@@ -10,6 +12,7 @@ from crawler.frontier.revisit import (
     HotShare,
     RevisitPolicy,
     RevisitState,
+    change_age,
     importance,
     lastmod_time,
 )
@@ -108,3 +111,34 @@ def test_bad_bounds_are_refused():
         RevisitPolicy(10.0, 20.0, 30.0)
     with pytest.raises(ValueError, match="REVISIT_HOT_SHARE"):
         HotShare(cap=0)
+
+
+def test_a_last_modified_dates_a_change_only_when_it_falls_between_the_fetches():
+    lm = "Mon, 01 Jan 2024 00:00:00 GMT"
+    at = lastmod_time("2024-01-01T00:00:00Z")
+    assert change_age(at - DAY, at + 3600, lm) == 3600.0
+    assert change_age(at - DAY, at + 3600, "Mon, 01 Jan 2024 00:00:00 -0000") == 3600.0
+    assert change_age(at + 1, at + 3600, lm) is None  # older than the last fetch: not this change
+    assert change_age(at - DAY, at + 30, lm) is None  # the response's own time: tells nothing
+    assert change_age(at - DAY, at + 3600, "last tuesday") is None
+    assert change_age(at - DAY, at + 3600, None) is None
+
+
+def test_a_dated_change_is_kept_as_its_age_and_an_undated_one_as_its_gap():
+    policy = RevisitPolicy(7 * DAY, DAY, 30 * DAY, evidence=10**6)
+    start = lastmod_time("2024-01-01T00:00:00Z")
+    state = policy.visit(None, start, 200, "a", None, None)[1]
+    dated_at = start + 7 * DAY - 2 * 3600  # changed two hours before the next fetch
+    _, state = policy.visit(state, start + 7 * DAY, 200, "b", None, formatdate(dated_at, usegmt=True))
+    seen = (state.changes, state.dated_changes, state.dated_age, state.changed_time)
+    assert seen == (1, 1, 7200.0, 0.0)
+    stale_lm = formatdate(start - DAY, usegmt=True)  # the server does not date its text
+    _, state = policy.visit(state, start + 10 * DAY, 200, "c", None, stale_lm)
+    seen = (state.changes, state.dated_changes, state.dated_age, state.changed_time)
+    assert seen == (2, 1, 7200.0, 3 * DAY)
+
+
+def test_a_state_stored_before_dated_changes_existed_still_loads():
+    old = {k: v for k, v in first().as_dict().items() if k not in ("dated_changes", "dated_age")}
+    state = RevisitState.from_dict(old)
+    assert (state.dated_changes, state.dated_age) == (0, 0.0)

@@ -2,10 +2,13 @@
 
 A page changes as a Poisson process at an unknown rate (Brewington and Cybenko 2000;
 Cho and Garcia-Molina 2003). Its visits tell how long each gap between two fetches was
-and whether the page changed in it. :class:`GapChooser` keeps a belief over the rate (a
-log-uniform prior, the uninformed prior for a scale, on a geometric grid) and picks, from
-a geometric grid of gaps within the policy's bounds, the gap that maximises the expected
-freshness the page keeps minus what its fetches cost:
+and whether the page changed in it; where the server dates its versions (Last-Modified),
+a changed visit also tells how long ago the page last changed, which the gap alone
+cannot (Cho and Garcia-Molina, "Estimating frequency of change", TOIT 2003, section 5).
+:class:`GapChooser` keeps a belief over the rate (a log-uniform prior, the uninformed prior
+for a scale, on a geometric grid) and picks, from a geometric grid of gaps within the
+policy's bounds, the gap that maximises the expected freshness the page keeps minus what
+its fetches cost:
 
 - freshness of a page changing at rate l fetched every g: F = (1 - e^-x) / x, x = l g
   (Cho and Garcia-Molina, "Synchronizing a database to improve freshness", SIGMOD 2000);
@@ -35,12 +38,16 @@ REACH = 100.0
 
 @dataclass(frozen=True)
 class Evidence:
-    """What a page's visits showed: gaps that ended in a change (how many and their total
-    seconds) and the total seconds of gaps that ended in none."""
+    """What a page's visits showed: gaps that ended in a change with no usable date (how
+    many and their total seconds), the total seconds of gaps that ended in none, and the
+    changes dated by a Last-Modified (how many, and the summed seconds from each version's
+    Last-Modified to the fetch that found it: its age)."""
 
     changes: int
     changed_time: float
     unchanged_time: float
+    dated: int = 0
+    age: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -72,11 +79,13 @@ class GapChooser:
 
     def belief(self, seen: Evidence) -> list[float]:
         """Posterior weights over the rate grid: the prior times the likelihood
-        (1 - e^(-l t))^X e^(-l T_unchanged), with the X changed gaps taken at their mean t."""
+        (1 - e^(-l t))^X e^(-l T_unchanged) l^D e^(-l A), with the X undated changed gaps
+        taken at their mean t, and D dated changes of summed age A (a Poisson page's last
+        change before a fetch lies a ~ Exp(l) back: density l e^(-l a))."""
         mean = seen.changed_time / seen.changes if seen.changes else 0.0
         logs = []
         for rate in self._rates:
-            log = -rate * seen.unchanged_time
+            log = -rate * (seen.unchanged_time + seen.age) + seen.dated * math.log(rate)
             if seen.changes:
                 log += seen.changes * math.log(-math.expm1(-rate * mean) or 1e-300)
             logs.append(log)

@@ -8,7 +8,8 @@ did not (a 304, or a 200 with the same text hash: a rotating ad in the markup is
 change), bounded to [min, max]; the next visit is ``now + interval / importance``, never
 sooner than the minimum interval. From then on the gap is the one
 :class:`~crawler.frontier.change_rate.GapChooser` finds worth most for the page's
-evidence and importance: halving and doubling settles every page where half its visits
+evidence (a changed version's Last-Modified, when it dates the change, tells how long ago
+it changed) and importance: halving and doubling settles every page where half its visits
 find a change, which spends the most fetches on the pages that change too fast to keep
 fresh (docs/freshness.md measures both). Hot pages are stretched while they take more
 than their share of the fetches (:class:`HotShare`)."""
@@ -19,11 +20,14 @@ import math
 from collections import deque
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 from crawler import defaults
 from crawler.frontier.change_rate import Evidence, GapChooser
 
 NOT_MODIFIED, UNCHANGED, CHANGED, FIRST = "not_modified", "unchanged", "changed", "first"
+#: A Last-Modified this close to the fetch is the response's time, not the version's.
+DATED_SLACK = 60.0
 
 
 @dataclass
@@ -38,10 +42,13 @@ class RevisitState:
     next_visit: float
     visits: int = 1
     changes: int = 0
-    # Seconds between visits, summed over the gaps that ended in a change and in none:
-    # the evidence the revisit gap is chosen from (crawler/frontier/change_rate.py).
+    # Seconds between visits, summed over the gaps that ended in an undated change and in
+    # none, and changes dated by a Last-Modified with the summed seconds from it to the
+    # fetch: the evidence the revisit gap is chosen from (crawler/frontier/change_rate.py).
     changed_time: float = 0.0
     unchanged_time: float = 0.0
+    dated_changes: int = 0
+    dated_age: float = 0.0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -64,6 +71,23 @@ def outcome(previous: RevisitState | None, status: int, sha: str | None) -> str:
     if status == 304:
         return NOT_MODIFIED
     return UNCHANGED if sha is not None and sha == previous.sha else CHANGED
+
+
+def change_age(previous_fetch: float, now: float, last_modified: str | None) -> float | None:
+    """Seconds from a changed version's Last-Modified to ``now``, when it dates a change
+    between the two fetches; None when absent, unreadable or telling nothing: older than
+    the last fetch (the server does not date its text), or within ``DATED_SLACK`` of now
+    (a dynamic page stamped with the response time)."""
+    if not last_modified:
+        return None
+    try:
+        parsed = parsedate_to_datetime(last_modified)
+    except (TypeError, ValueError, IndexError):
+        return None
+    when = (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+    if previous_fetch < when <= now - DATED_SLACK:
+        return now - when
+    return None
 
 
 def importance(depth: int, sitemap_priority: float | None = None) -> float:
@@ -152,15 +176,19 @@ class RevisitPolicy:
         if previous is not None:
             gap = max(0.0, now - previous.fetched_at)
             changed = result == CHANGED
+            age = change_age(previous.fetched_at, now, last_modified) if changed else None
             state.visits, state.changes = previous.visits + 1, previous.changes + changed
-            state.changed_time = previous.changed_time + gap * changed
+            state.dated_changes = previous.dated_changes + (age is not None)
+            state.dated_age = previous.dated_age + (age or 0.0)
+            state.changed_time = previous.changed_time + gap * (changed and age is None)
             state.unchanged_time = previous.unchanged_time + gap * (not changed)
             if result == NOT_MODIFIED:
                 state.sha = previous.sha
                 state.etag = etag or previous.etag
                 state.last_modified = last_modified or previous.last_modified
         if state.visits - 1 >= self.evidence:
-            seen = Evidence(state.changes, state.changed_time, state.unchanged_time)
+            seen = Evidence(state.changes - state.dated_changes, state.changed_time,
+                            state.unchanged_time, state.dated_changes, state.dated_age)
             state.interval = wait = self.chooser.gap(seen, weight)
         else:
             wait = max(self.min_interval, state.interval / weight)
