@@ -6,7 +6,7 @@ import bisect
 import hashlib
 from collections.abc import Iterable
 
-from redis import Redis
+from redis import Redis, RedisCluster
 
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
 from crawler.frontier.redis import RedisFrontier, default_worker_id
@@ -265,10 +265,14 @@ class ShardedRedisFrontier:
         return f"Redis, {len(self.shards)} shards, keys {self.shards[0].prefix}*"
 
 
-def open_redis_frontier(clients: list[Redis], crawl_id: str,
+def open_redis_frontier(clients: list[Redis] | list[RedisCluster], crawl_id: str, shards: int | None = None,
                         **options: object) -> RedisFrontier | ShardedRedisFrontier:
     """The frontier on ``clients``: one Redis, or several shards (every worker must list
-    the same ones in the same order; see :func:`crawler.frontier.connection.redis_clients`)."""
+    the same ones in the same order; see :func:`crawler.frontier.connection.redis_clients`),
+    or a Redis Cluster client split over ``shards`` hash tags (None: the crawl's own)."""
     options.setdefault("worker_id", default_worker_id())  # one id on every shard
+    if isinstance(clients[0], RedisCluster):
+        from crawler.frontier.cluster import ClusterFrontier, shard_count  # it builds on this module
+        return ClusterFrontier(clients[0], crawl_id, shard_count(clients[0], crawl_id, shards), **options)
     shards = [RedisFrontier(client, crawl_id, **options) for client in clients]
     return shards[0] if len(shards) == 1 else ShardedRedisFrontier(shards)

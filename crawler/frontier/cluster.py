@@ -1,0 +1,200 @@
+"""One crawl spread over a Redis Cluster: ``REDIS_SHARDS`` hash tags, each a ``RedisFrontier``.
+
+Every shard's keys start with ``crawl:{<crawl id>:<n>}:`` (one hash slot), so a host's
+queue, politeness state, leases and its URLs' seen entries sit together on one node and
+every claim, release and ack is one script on one node; the shards' slots are spread
+evenly over the slot space, so each master of a cluster holds about as many shards as
+any other. The crawl's remaining keys (pushed seeds, robots.txt cache, content index,
+trap evidence, the shard count) keep the crawl's own tag ``crawl:{<crawl id>}:``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from redis import RedisCluster, RedisError
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
+
+from crawler import defaults
+from crawler.frontier.api import Claim
+from crawler.frontier.redis import RedisFrontier, default_worker_id
+from crawler.frontier.sharded import ShardedRedisFrontier
+
+logger = logging.getLogger(__name__)
+
+
+def shard_tags(crawl_id: str, shards: int) -> list[str]:
+    """Shard n's hash tag: ``<crawl id>:<n>``, else ``<crawl id>:<n>.<k>`` for the first k
+    whose slot falls in the n-th of ``shards`` equal ranges of the 16,384 slots. Masters
+    made by ``redis-cli --cluster create`` hold equal ranges, so each gets ``shards / masters``
+    shards (random tags would leave a master of a 16-master cluster empty 1 time in 3)."""
+    if not 1 <= shards <= REDIS_CLUSTER_HASH_SLOTS:
+        raise ValueError(f"REDIS_SHARDS must be 1..{REDIS_CLUSTER_HASH_SLOTS}, not {shards}")
+    tags = []
+    for n in range(shards):
+        low, high = n * REDIS_CLUSTER_HASH_SLOTS // shards, (n + 1) * REDIS_CLUSTER_HASH_SLOTS // shards
+        for k in itertools.count():
+            tag = f"{crawl_id}:{n}" if k == 0 else f"{crawl_id}:{n}.{k}"
+            if low <= key_slot(tag.encode()) < high:
+                tags.append(tag)
+                break
+    return tags
+
+
+class ShardPauses:
+    """Which shards failed lately: a shard whose node did not answer is left alone for a
+    backoff (0.5 s doubling to 30 s), so only its hosts wait; one WARNING when it stops
+    answering, one when it answers again."""
+
+    def __init__(self, describe) -> None:
+        self.describe = describe
+        self._down: dict[int, tuple[float, float, float]] = {}  # shard -> (since, backoff, retry at)
+
+    def usable(self, shard: int, now: float) -> bool:
+        return shard not in self._down or now >= self._down[shard][2]
+
+    def failed(self, shard: int, error: Exception) -> None:
+        now = time.monotonic()
+        since, backoff, _ = self._down.get(shard, (now, 0.0, 0.0))
+        if shard not in self._down:
+            logger.warning("Redis Cluster shard %s unreachable (%s): its hosts wait, retrying with backoff",
+                           self.describe(shard), error)
+        backoff = min(30.0, max(0.5, backoff * 2))
+        self._down[shard] = (since, backoff, now + backoff)
+
+    def answered(self, shard: int) -> None:
+        if shard in self._down:
+            since = self._down.pop(shard)[0]
+            logger.warning("Redis Cluster shard %s answers again after %.1f s", self.describe(shard),
+                           time.monotonic() - since)
+
+
+class ClusterFrontier(ShardedRedisFrontier):
+    """A crawl's frontier over one Redis Cluster client: hosts go to shards as in
+    ``ShardedRedisFrontier`` (consistent hashing), each shard a hash tag.
+
+    A claim round costs two passes whatever the shard count: one pipelined read of every
+    shard's ready set (grouped by node by the cluster pipeline), then the claim scripts of
+    the shards holding the earliest due hosts, run at once (so hosts come earliest-allowed
+    first across the whole crawl, as on one Redis). The shard count is fixed for the crawl at its
+    first start (``crawl:{<id>}:shards``): a worker started with another one is refused, as
+    it would place hosts on other shards and break politeness.
+    """
+
+    def __init__(self, client: RedisCluster, crawl_id: str, shards: int, **options: Any) -> None:
+        self.client = client
+        self.crawl_id = crawl_id
+        self.prefix = f"crawl:{{{crawl_id}}}:"
+        options.setdefault("worker_id", default_worker_id())
+        options["expected_urls"] = max(1, int(options.get("expected_urls", 10_000_000)) // shards)
+        super().__init__([RedisFrontier(client, tag, **options) for tag in shard_tags(crawl_id, shards)])
+        self._pool = ThreadPoolExecutor(max_workers=min(8, shards), thread_name_prefix="cluster-claim")
+        self._pauses = ShardPauses(self._describe_shard)
+        self._count_turn = 0
+
+    def _describe_shard(self, index: int) -> str:
+        prefix = self.shards[index].prefix
+        try:
+            node = self.client.get_node_from_key(prefix)
+            return f"{index} ({prefix}, node {node.host}:{node.port})"
+        except RedisError:
+            return f"{index} ({prefix})"
+
+    # ---------------------------------------------------------------- claims
+
+    def _peek(self, now: float, limit: int) -> dict[int, list[tuple[bytes, float]]]:
+        """The first ``limit`` hosts of each usable shard's ready set, by allowed time:
+        one pipeline, sent to each node once."""
+        usable = [i for i in range(len(self.shards)) if self._pauses.usable(i, time.monotonic())]
+        pipe = self.client.pipeline(transaction=False)
+        for index in usable:
+            pipe.zrange(self.shards[index].prefix + "ready", 0, limit - 1, withscores=True)
+        heads: dict[int, list[tuple[bytes, float]]] = {}
+        errors = []
+        for index, result in zip(usable, pipe.execute(raise_on_error=False), strict=True):
+            if isinstance(result, Exception):
+                self._pauses.failed(index, result)
+                errors.append(result)
+            else:
+                self._pauses.answered(index)
+                heads[index] = result
+        if errors and not heads:
+            raise errors[0]
+        return heads
+
+    def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
+        """Up to ``limit`` claims, earliest-allowed hosts first across every shard (what the
+        peek saw), each shard's in one script; when fewer, the seconds until one is due."""
+        heads = self._peek(now, limit)
+        due = {index: sum(score <= now for _, score in head) for index, head in heads.items()}
+        earliest = sorted((score, host, index) for index, head in heads.items()
+                          for host, score in head if score <= now)  # ties by name, as a sorted set
+        shares: dict[int, int] = {}
+        for _, _, index in earliest[:limit]:
+            shares[index] = shares.get(index, 0) + 1
+        waits = [head[0][1] - now for index, head in heads.items() if head and index not in shares]
+        futures = {index: self._pool.submit(self.shards[index].claim_many, now, share)
+                   for index, share in shares.items()}
+        claims: list[Claim] = []
+        count = len(self.shards)
+        for index, future in futures.items():
+            try:
+                got, wait = future.result()
+            except RedisError as error:
+                self._pauses.failed(index, error)
+                continue
+            for claim in got:
+                claim.token = claim.token * count + index
+            claims += got
+            if wait is not None:
+                waits.append(wait)
+            elif len(got) == shares[index] and due[index] > shares[index]:
+                waits.append(0.0)  # more were due there than it was asked for
+        if len(claims) >= limit:
+            return claims, None
+        return claims, min(waits) if waits else None
+
+    def next(self, now: float) -> Claim | float | None:
+        claims, wait = self.claim_many(now, 1)
+        return claims[0] if claims else wait
+
+    # ---------------------------------------------------------------- the rest
+
+    def count(self, key: str, n: int = 1) -> None:
+        """Crawl-wide counters are per shard (summed on read): each call goes to the next
+        shard, so no node takes every increment."""
+        self._count_turn = (self._count_turn + 1) % len(self.shards)
+        self.shards[self._count_turn].count(key, n)
+
+    def forget(self) -> int:
+        """Every shard's keys and the crawl's own (``crawl:{<id>}:*``)."""
+        return super().forget() + RedisFrontier.forget(self)  # the shared scan-and-unlink, on self.prefix
+
+    @property
+    def redis(self) -> RedisCluster:
+        """The cluster client (``RedisFrontier.forget`` reads it)."""
+        return self.client
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self.client.close()
+
+    def describe(self) -> str:
+        return (f"Redis Cluster, {len(self.shards)} shards, keys crawl:{{{self.crawl_id}:<n>}}:* "
+                f"and {self.prefix}*")
+
+
+def shard_count(client: RedisCluster, crawl_id: str, wanted: int | None) -> int:
+    """The crawl's shard count: the one stored at its first start, else ``wanted`` (or
+    ``REDIS_SHARDS``' default), then stored. A different ``wanted`` is refused."""
+    key = f"crawl:{{{crawl_id}}}:shards"
+    client.set(key, wanted or defaults.REDIS_SHARDS, nx=True)
+    stored = int(client.get(key))
+    if wanted is not None and stored != wanted:
+        raise ValueError(f"Crawl {crawl_id} was started with REDIS_SHARDS = {stored}, not {wanted}: every "
+                         f"worker of a crawl must use the same count (or forget the crawl first)")
+    return stored
