@@ -49,7 +49,7 @@ class RedisClusterNodes:
     def _start_node(self) -> int:
         port = cluster_port()
         home = self.directory / str(port)
-        home.mkdir()
+        home.mkdir(parents=True)
         self.processes[port] = subprocess.Popen(
             [self.server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
              "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
@@ -79,10 +79,14 @@ class RedisClusterNodes:
             time.sleep(0.05)
 
     def start(self) -> RedisClusterNodes:
-        ports = [self._start_node() for _ in range(self.masters * (1 + self.replicas))]
-        nodes = [f"127.0.0.1:{p}" for p in ports]
-        self._redis_cli("create", *nodes, "--cluster-replicas", str(self.replicas))
-        self.wait_ok()
+        try:
+            ports = [self._start_node() for _ in range(self.masters * (1 + self.replicas))]
+            nodes = [f"127.0.0.1:{p}" for p in ports]
+            self._redis_cli("create", *nodes, "--cluster-replicas", str(self.replicas))
+            self.wait_ok()
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def wait_ok(self) -> None:

@@ -1,0 +1,74 @@
+"""One crawl over a real Redis Cluster: spread over its masters, polite, and through a failover
+and a resharding without losing a page."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import pytest
+import redis
+from redis.crc import key_slot
+from redis_cluster import RedisClusterNodes
+from test_redis_workers import check_politeness, start_workers, wait_for_hits
+from testweb import Site, TestWeb
+
+from crawler.frontier.cluster import ClusterFrontier, shard_count, shard_tags
+from crawler.store.files import LocalStore, iter_records
+
+CLUSTER = {"REDIS_CLUSTER": True, "CRAWL_ID": "shared"}
+
+
+def test_shard_tags_spread_evenly_over_the_slots():
+    tags = shard_tags("crawl-a", 16)
+    assert len(set(tags)) == 16
+    slots = [key_slot(f"crawl:{{{tag}}}:ready".encode()) for tag in tags]
+    assert [slot * 16 // 16384 for slot in slots] == list(range(16))  # one in each sixteenth
+    assert shard_tags("crawl-a", 16) == tags  # every worker finds the same
+    with pytest.raises(ValueError, match="REDIS_SHARDS"):
+        shard_tags("crawl-a", 0)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    nodes = RedisClusterNodes(tmp_path / "cluster").start()
+    yield nodes
+    nodes.stop()
+
+
+def keys_by_master(nodes: RedisClusterNodes, crawl_id: str) -> Counter:
+    counts = Counter()
+    for port in nodes.masters_ports():
+        for key in redis.Redis(port=port).scan_iter(match=f"crawl:{{{crawl_id}*", count=1000):
+            counts[port] += 1
+            assert key.startswith(f"crawl:{{{crawl_id}".encode())
+    return counts
+
+
+def test_a_worker_with_another_shard_count_is_refused(cluster):
+    client = redis.RedisCluster.from_url(cluster.url)
+    assert shard_count(client, "c1", 8) == 8
+    assert shard_count(client, "c1", None) == 8  # commands that do not know it read it
+    with pytest.raises(ValueError, match="REDIS_SHARDS = 8"):
+        shard_count(client, "c1", 16)
+
+
+def test_two_workers_crawl_over_three_masters_politely(tmp_path, cluster):
+    (tmp_path / "run").mkdir()
+    sites = [Site(f"c{i:02d}.test", pages=8) for i in range(16)]
+    with TestWeb(sites) as web:
+        seeds = [web.url(s.host) for s in sites]
+        workers = start_workers(web, tmp_path / "run", cluster.url, "ab", seeds, **CLUSTER)
+        for w in workers:
+            assert w.wait(timeout=120) == 0
+        expected = web.reachable(seeds)
+        check_politeness(web, [s.host for s in sites])
+        assert max(web.max_in_flight(s.host) for s in sites) == 1
+        hits = Counter((r.host, r.path) for r in web.hits())
+    stored = Counter(r["url"] for r in iter_records(LocalStore(tmp_path / "run" / "store")))
+    assert set(stored) == expected and max(stored.values()) == 1 and max(hits.values()) == 1
+    spread = keys_by_master(cluster, "shared")
+    assert len(spread) == 3, spread  # every master holds a part of the crawl
+    frontier = ClusterFrontier(redis.RedisCluster.from_url(cluster.url), "shared", 16)
+    assert frontier.counters["fetched"] == len(expected) and not frontier.has_pending()
