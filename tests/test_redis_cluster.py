@@ -3,7 +3,6 @@ and a resharding without losing a page."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
 
@@ -17,7 +16,7 @@ from testweb import Site, TestWeb
 from crawler.frontier.cluster import ClusterFrontier, shard_count, shard_tags
 from crawler.store.files import LocalStore, iter_records
 
-CLUSTER = {"REDIS_CLUSTER": True, "CRAWL_ID": "shared"}
+CLUSTER = {"REDIS_CLUSTER": True, "CRAWL_ID": "shared", "SCHEDULER_IDLE_BEFORE_CLOSE": 3}
 
 
 def test_shard_tags_spread_evenly_over_the_slots():
@@ -72,3 +71,65 @@ def test_two_workers_crawl_over_three_masters_politely(tmp_path, cluster):
     assert len(spread) == 3, spread  # every master holds a part of the crawl
     frontier = ClusterFrontier(redis.RedisCluster.from_url(cluster.url), "shared", 16)
     assert frontier.counters["fetched"] == len(expected) and not frontier.has_pending()
+
+
+def both_running(tmp_path):
+    """Until both workers have opened their frontier (a worker starting while a master
+    is down is another story: the scheduler needs Redis to open)."""
+    logs = [tmp_path / "run" / f"worker-{name}" / "log" for name in "ab"]
+    deadline = time.monotonic() + 60
+    while not all("frontier state" in log.read_text() for log in logs) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def crawl_through(tmp_path, nodes, sites, disturb, **settings):
+    """Two workers crawl ``sites``; ``disturb(web)`` runs meanwhile. Returns what the web
+    saw, what was stored and what the workers logged."""
+    (tmp_path / "run").mkdir()
+    with TestWeb(sites) as web:
+        seeds = [web.url(s.host) for s in sites]
+        workers = start_workers(web, tmp_path / "run", nodes.url, "ab", seeds, **CLUSTER, **settings)
+        try:
+            disturb(web)
+            for w in workers:
+                assert w.wait(timeout=180) == 0
+        finally:
+            for w in workers:
+                if w.poll() is None:
+                    w.kill()
+                    w.wait(timeout=10)
+        expected = web.reachable(seeds)
+        in_flight = {s.host: web.max_in_flight(s.host) for s in sites}
+    stored = Counter(r["url"] for r in iter_records(LocalStore(tmp_path / "run" / "store")))
+    logs = {name: (tmp_path / "run" / f"worker-{name}" / "log").read_text() for name in "ab"}
+    return expected, in_flight, stored, logs
+
+
+@pytest.fixture
+def replicated(tmp_path):
+    nodes = RedisClusterNodes(tmp_path / "cluster", replicas=1).start()
+    yield nodes
+    nodes.stop()
+
+
+def test_a_master_killed_mid_crawl_is_failed_over_and_nothing_is_lost(tmp_path, replicated):
+    sites = [Site(f"f{i:02d}.test", pages=12) for i in range(12)]
+    victim = replicated.master_of(f"crawl:{{{shard_tags('shared', 16)[0]}}}:")
+
+    def kill_a_master(web):
+        both_running(tmp_path)
+        wait_for_hits(web, 40)
+        replicated.kill(victim)
+
+    expected, in_flight, stored, logs = crawl_through(tmp_path, replicated, sites, kill_a_master,
+                                                      FRONTIER_LEASE_SECONDS=5)
+    assert victim not in replicated.masters_ports()  # its replica took over
+    assert set(stored) == expected  # every page stored
+    assert set(in_flight.values()) == {1}  # no host fetched twice at once
+    for log in logs.values():
+        assert "Traceback" not in log and "ERROR" not in log
+        said = Counter(line.split("]")[0] for line in log.splitlines()
+                       if "WARNING: " in line and "nreachable" in line)
+        assert max(said.values(), default=1) == 1, said  # each part says the outage once
+    assert any("crawler.frontier" in line and "nreachable" in line for log in logs.values()
+               for line in log.splitlines())

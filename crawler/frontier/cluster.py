@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -47,30 +48,32 @@ def shard_tags(crawl_id: str, shards: int) -> list[str]:
 
 class ShardPauses:
     """Which shards failed lately: a shard whose node did not answer is left alone for a
-    backoff (0.5 s doubling to 30 s), so only its hosts wait; one WARNING when it stops
-    answering, one when it answers again."""
+    backoff (0.5 s doubling to 30 s), so only its hosts wait. One WARNING when shards stop
+    answering (those of a failed node fail together), one INFO when each answers again."""
 
-    def __init__(self, describe) -> None:
+    def __init__(self, describe: Callable[[int], str]) -> None:
         self.describe = describe
         self._down: dict[int, tuple[float, float, float]] = {}  # shard -> (since, backoff, retry at)
 
     def usable(self, shard: int, now: float) -> bool:
         return shard not in self._down or now >= self._down[shard][2]
 
-    def failed(self, shard: int, error: Exception) -> None:
+    def failed(self, shards: list[int], error: Exception) -> None:
         now = time.monotonic()
-        since, backoff, _ = self._down.get(shard, (now, 0.0, 0.0))
-        if shard not in self._down:
-            logger.warning("Redis Cluster shard %s unreachable (%s): its hosts wait, retrying with backoff",
-                           self.describe(shard), error)
-        backoff = min(30.0, max(0.5, backoff * 2))
-        self._down[shard] = (since, backoff, now + backoff)
+        new = [shard for shard in shards if shard not in self._down]
+        if new:
+            logger.warning("Redis Cluster shards %s unreachable (%s): their hosts wait, retried with backoff",
+                           ", ".join(self.describe(shard) for shard in new), error)
+        for shard in shards:
+            since, backoff, _ = self._down.get(shard, (now, 0.0, 0.0))
+            backoff = min(30.0, max(0.5, backoff * 2))
+            self._down[shard] = (since, backoff, now + backoff)
 
     def answered(self, shard: int) -> None:
         if shard in self._down:
             since = self._down.pop(shard)[0]
-            logger.warning("Redis Cluster shard %s answers again after %.1f s", self.describe(shard),
-                           time.monotonic() - since)
+            logger.info("Redis Cluster shard %s answers again after %.1f s", self.describe(shard),
+                        time.monotonic() - since)
 
 
 class ClusterFrontier(ShardedRedisFrontier):
@@ -114,16 +117,17 @@ class ClusterFrontier(ShardedRedisFrontier):
         for index in usable:
             pipe.zrange(self.shards[index].prefix + "ready", 0, limit - 1, withscores=True)
         heads: dict[int, list[tuple[bytes, float]]] = {}
-        errors = []
+        failed: dict[int, Exception] = {}
         for index, result in zip(usable, pipe.execute(raise_on_error=False), strict=True):
             if isinstance(result, Exception):
-                self._pauses.failed(index, result)
-                errors.append(result)
+                failed[index] = result
             else:
                 self._pauses.answered(index)
                 heads[index] = result
-        if errors and not heads:
-            raise errors[0]
+        if failed:
+            self._pauses.failed(list(failed), next(iter(failed.values())))
+            if not heads:
+                raise next(iter(failed.values()))
         return heads
 
     def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
@@ -145,7 +149,7 @@ class ClusterFrontier(ShardedRedisFrontier):
             try:
                 got, wait = future.result()
             except RedisError as error:
-                self._pauses.failed(index, error)
+                self._pauses.failed([index], error)
                 continue
             for claim in got:
                 claim.token = claim.token * count + index

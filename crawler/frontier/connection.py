@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from redis import RedisCluster
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.retry import Retry
 from scrapy_redis.connection import SETTINGS_PARAMS_MAP, get_redis
 from scrapy_redis.defaults import REDIS_PARAMS
 
@@ -49,6 +51,10 @@ def redis_clients(settings: BaseSettings, **options: Any) -> list[Redis] | list[
     params.pop("decode_responses", None)  # our state is bytes: fingerprints, JSON, packed arrays
     if uses_cluster(settings):
         params.pop("db", None)  # a cluster has database 0 only
+        # One quick retry, then the error is ours to handle: the frontier pauses the shards
+        # of a failed master and the scheduler buffers its writes, both with backoff and a
+        # WARNING, instead of redis-py retrying in silence for seconds with the reactor stopped.
+        params.setdefault("retry", Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.2), 1))
         url = urls[0] if urls else f"redis://{params.pop('host', 'localhost')}:{params.pop('port', 6379)}"
         return [RedisCluster.from_url(url, **params)]
     if not urls:
