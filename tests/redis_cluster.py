@@ -126,9 +126,22 @@ class RedisClusterNodes:
         port = self._start_node()
         existing = next(p for p in self.processes if p != port and self.processes[p].poll() is None)
         self._redis_cli("add-node", f"127.0.0.1:{port}", f"127.0.0.1:{existing}")
-        self._wait(lambda: redis.Redis(port=port).cluster("info")["cluster_known_nodes"]
-                   == len([p for p in self.processes.values() if p.poll() is None]))
+        self.wait_agreed(existing, port)
         return port
+
+    def wait_agreed(self, port: int, new: int) -> None:
+        """Until ``redis-cli --cluster check`` from ``port`` sees node ``new`` and every
+        node agreeing on the slots."""
+        live = [p for p, process in self.processes.items() if process.poll() is None]
+
+        def agreed() -> bool:
+            known = [int(redis.Redis(port=p).cluster("info")["cluster_known_nodes"]) for p in live]
+            if set(known) != {len(live)}:
+                return False
+            check = subprocess.run([self.cli, "--cluster", "check", f"127.0.0.1:{port}"], capture_output=True,
+                                   text=True, timeout=30, check=False)
+            return check.returncode == 0 and f"127.0.0.1:{new}" in check.stdout
+        self._wait(agreed)
 
     def node_id(self, port: int) -> str:
         return redis.Redis(port=port).cluster("myid").decode()

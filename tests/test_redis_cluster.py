@@ -133,3 +133,30 @@ def test_a_master_killed_mid_crawl_is_failed_over_and_nothing_is_lost(tmp_path, 
         assert max(said.values(), default=1) == 1, said  # each part says the outage once
     assert any("crawler.frontier" in line and "nreachable" in line for log in logs.values()
                for line in log.splitlines())
+
+
+def test_slots_moved_to_a_new_master_mid_crawl_lose_nothing(tmp_path, cluster):
+    sites = [Site(f"r{i:02d}.test", pages=20) for i in range(12)]
+    tags = shard_tags("shared", 16)
+    ring = ClusterFrontier(redis.RedisCluster.from_url(cluster.url), "ring", 16)  # only its host ring
+    busy = {ring.shard_of(s.host) for s in sites}
+    # The first master holds slots 0..5460; move its slots up to the first of its shards
+    # that holds hosts of this crawl, so the move carries live queues and leases.
+    moved = min((key_slot(tag.encode()), index) for index, tag in enumerate(tags)
+                if index in busy and key_slot(tag.encode()) < 5461)
+    source = cluster.master_of(f"crawl:{{{tags[moved[1]]}}}:")
+    target = {}
+
+    def reshard(web):
+        both_running(tmp_path)
+        wait_for_hits(web, 30)
+        target["port"] = cluster.add_master()
+        cluster.reshard(source, target["port"], moved[0] + 1)
+
+    expected, in_flight, stored, logs = crawl_through(tmp_path, cluster, sites, reshard)
+    assert cluster.master_of(f"crawl:{{{tags[moved[1]]}}}:") == target["port"]  # the shard moved
+    assert any(redis.Redis(port=target["port"]).scan_iter(match=f"crawl:{{{tags[moved[1]]}}}:*"))
+    assert set(stored) == expected  # nothing lost
+    assert set(in_flight.values()) == {1}
+    for log in logs.values():
+        assert "Traceback" not in log and "ERROR" not in log
