@@ -9,10 +9,12 @@ know. With ``REDIS_CLUSTER``, one redis-py cluster client from the first node na
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
-from redis import RedisCluster
+from redis import RedisCluster, RedisError
 from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import ClusterError
 from redis.retry import Retry
 from scrapy_redis.connection import SETTINGS_PARAMS_MAP, get_redis
 from scrapy_redis.defaults import REDIS_PARAMS
@@ -25,6 +27,21 @@ if TYPE_CHECKING:
 
 # Ours, under the user's REDIS_PARAMS: a stalled Redis is noticed within seconds.
 CLIENT_OPTIONS = {"socket_timeout": 10, "socket_connect_timeout": 5}
+
+
+class CrawlCluster(RedisCluster):
+    """redis-py's cluster client, one of its bugs made an outage: while a new master takes
+    over slots it can look up a node it does not know yet and fail with AttributeError
+    (redis/redis-py#2432, still in redis-py 8.2). Raised as a ``ClusterError`` after a
+    topology refresh, the callers back off and retry as for any Redis outage."""
+
+    def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().execute_command(*args, **kwargs)
+        except AttributeError as error:
+            with contextlib.suppress(RedisError):
+                self.nodes_manager.initialize()
+            raise ClusterError(f"cluster topology changing: {error}") from error
 
 
 def uses_redis(settings: BaseSettings) -> bool:
@@ -56,7 +73,7 @@ def redis_clients(settings: BaseSettings, **options: Any) -> list[Redis] | list[
         # WARNING, instead of redis-py retrying in silence for seconds with the reactor stopped.
         params.setdefault("retry", Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.2), 1))
         url = urls[0] if urls else f"redis://{params.pop('host', 'localhost')}:{params.pop('port', 6379)}"
-        return [RedisCluster.from_url(url, **params)]
+        return [CrawlCluster.from_url(url, **params)]
     if not urls:
         return [get_redis(**params)]
     return [get_redis(url=url, **params) for url in urls]
