@@ -73,13 +73,16 @@ def test_two_workers_crawl_over_three_masters_politely(tmp_path, cluster):
     assert frontier.counters["fetched"] == len(expected) and not frontier.has_pending()
 
 
-def both_running(tmp_path):
-    """Until both workers have opened their frontier (a worker starting while a master
-    is down is another story: the scheduler needs Redis to open)."""
-    logs = [tmp_path / "run" / f"worker-{name}" / "log" for name in "ab"]
+def both_running(nodes):
+    """Until both workers have opened their frontier, their first heartbeat on the last
+    shard (a worker starting while a master is down is another story: the scheduler
+    needs Redis to open)."""
+    client = redis.RedisCluster.from_url(nodes.url)
+    workers = f"crawl:{{{shard_tags('shared', 16)[-1]}}}:workers"
     deadline = time.monotonic() + 60
-    while not all("frontier state" in log.read_text() for log in logs) and time.monotonic() < deadline:
+    while client.zcard(workers) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
+    client.close()
 
 
 def crawl_through(tmp_path, nodes, sites, disturb, **settings):
@@ -117,7 +120,7 @@ def test_a_master_killed_mid_crawl_is_failed_over_and_nothing_is_lost(tmp_path, 
     victim = replicated.master_of(f"crawl:{{{shard_tags('shared', 16)[0]}}}:")
 
     def kill_a_master(web):
-        both_running(tmp_path)
+        both_running(replicated)
         wait_for_hits(web, 40)
         replicated.kill(victim)
 
@@ -148,7 +151,7 @@ def test_slots_moved_to_a_new_master_mid_crawl_lose_nothing(tmp_path, cluster):
     target = {}
 
     def reshard(web):
-        both_running(tmp_path)
+        both_running(cluster)
         wait_for_hits(web, 30)
         target["port"] = cluster.add_master()
         cluster.reshard(source, target["port"], moved[0] + 1)
