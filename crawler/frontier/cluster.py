@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from redis import RedisCluster, RedisError
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
@@ -27,6 +27,8 @@ from crawler.frontier.redis import RedisFrontier, default_worker_id
 from crawler.frontier.sharded import ShardedRedisFrontier
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def shard_tags(crawl_id: str, shards: int) -> list[str]:
@@ -170,6 +172,20 @@ class ClusterFrontier(ShardedRedisFrontier):
     def next(self, now: float) -> Claim | float | None:
         claims, wait = self.claim_many(now, 1)
         return claims[0] if claims else wait
+
+    def _each(self, calls: dict[int, Callable[[], T]]) -> dict[int, T]:
+        """Each shard's call at once (a batch of acks, fetch reports or links costs one
+        round trip, not one per shard); the first error is raised once all have ended."""
+        futures = {index: self._pool.submit(call) for index, call in calls.items()}
+        answers, errors = {}, []
+        for index, future in futures.items():
+            try:
+                answers[index] = future.result()
+            except RedisError as error:
+                errors.append(error)
+        if errors:
+            raise errors[0]
+        return answers
 
     # ---------------------------------------------------------------- the rest
 

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from redis import Redis, RedisCluster
 
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
 from crawler.frontier.redis import RedisFrontier, default_worker_id
+
+T = TypeVar("T")
+I = TypeVar("I")  # noqa: E741 - an item of a batch
 
 
 class ShardedRedisFrontier:
@@ -58,17 +63,28 @@ class ShardedRedisFrontier:
         for shard in self.shards:
             shard.new_hosts = list(value)
 
-    def add(self, entries: Iterable[Entry], force: bool = False) -> list[bool]:
-        entries = list(entries)
-        results: list[bool] = [False] * len(entries)
+    def _each(self, calls: dict[int, Callable[[], T]]) -> dict[int, T]:
+        """Each shard's call, one after another (``ClusterFrontier``: all at once)."""
+        return {index: call() for index, call in calls.items()}
+
+    def _scatter(self, items: list[I], shard_of: Callable[[I], int],
+                 call: Callable[[RedisFrontier, list[I]], list[T]], default: T) -> list[T]:
+        """``call`` once per shard with its items (in order), the answers put back in the
+        items' order: one script per shard for a whole batch."""
         groups: dict[int, list[int]] = {}
-        for position, entry in enumerate(entries):
-            groups.setdefault(self.shard_of(entry.host), []).append(position)
-        for shard, positions in groups.items():
-            added = self.shards[shard].add([entries[p] for p in positions], force)
-            for position, flag in zip(positions, added, strict=True):
-                results[position] = flag
+        for position, item in enumerate(items):
+            groups.setdefault(shard_of(item), []).append(position)
+        answers = self._each({index: functools.partial(call, self.shards[index], [items[p] for p in group])
+                              for index, group in groups.items()})
+        results = [default] * len(items)
+        for index, positions in groups.items():
+            for position, answer in zip(positions, answers[index], strict=True):
+                results[position] = answer
         return results
+
+    def add(self, entries: Iterable[Entry], force: bool = False) -> list[bool]:
+        return self._scatter(list(entries), lambda e: self.shard_of(e.host),
+                             lambda shard, group: shard.add(group, force), False)
 
     def next(self, now: float) -> Claim | float | None:
         """A claim from the shards in turn; else the shortest wait among them."""
@@ -108,20 +124,18 @@ class ShardedRedisFrontier:
         return claims, wait
 
     def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
-        return [self.fetched(f.fp, f.token, f.now, f.fetch_seconds, f.status, f.retry_after)
-                for f in fetches]
+        """Each shard's fetches in one batch (two round trips a shard)."""
+        count = len(self.shards)
+        def local(f: Fetch) -> Fetch:
+            return Fetch(f.fp, f.token // count, f.now, f.fetch_seconds, f.status, f.retry_after)
+        return self._scatter(fetches, lambda f: f.token % count,
+                             lambda shard, group: shard.fetched_many([local(f) for f in group]), None)
 
     def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
         """One ack script per shard, for all of its leases."""
-        by_shard: dict[int, list[int]] = {}
-        for position, (_, token) in enumerate(leases):
-            by_shard.setdefault(token % len(self.shards), []).append(position)
-        results = [False] * len(leases)
-        for index, positions in by_shard.items():
-            local = [(leases[p][0], leases[p][1] // len(self.shards)) for p in positions]
-            for position, ok in zip(positions, self.shards[index].ack_many(local), strict=True):
-                results[position] = ok
-        return results
+        count = len(self.shards)
+        return self._scatter(leases, lambda lease: lease[1] % count, lambda shard, group: shard.ack_many(
+            [(fp, token // count) for fp, token in group]), False)
 
     def ack(self, fp: int, token: int) -> bool:
         shard, local = self._by_token(token)
@@ -151,16 +165,8 @@ class ShardedRedisFrontier:
     def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
         """One revisit script per shard, for all of its leases."""
         count = len(self.shards)
-        by_shard: dict[int, list[int]] = {}
-        for position, r in enumerate(revisits):
-            by_shard.setdefault(r.token % count, []).append(position)
-        results = [False] * len(revisits)
-        for index, positions in by_shard.items():
-            local = [Revisit(revisits[p].fp, revisits[p].token // count, revisits[p].request,
-                             revisits[p].due, revisits[p].fetched_at) for p in positions]
-            for position, ok in zip(positions, self.shards[index].revisit_many(local), strict=True):
-                results[position] = ok
-        return results
+        return self._scatter(revisits, lambda r: r.token % count, lambda shard, group: shard.revisit_many(
+            [Revisit(r.fp, r.token // count, r.request, r.due, r.fetched_at) for r in group]), False)
 
     def due_revisits(self, now: float, limit: int = 10_000) -> int:
         queued = 0
