@@ -67,6 +67,11 @@ class ShardedRedisFrontier:
         """Each shard's call, one after another (``ClusterFrontier``: all at once)."""
         return {index: call() for index, call in calls.items()}
 
+    def _over_all(self, read: Callable[[RedisFrontier], T]) -> list[T]:
+        """``read`` of every shard, in shard order."""
+        return list(self._each({index: functools.partial(read, shard)
+                                for index, shard in enumerate(self.shards)}).values())
+
     def _scatter(self, items: list[I], shard_of: Callable[[I], int],
                  call: Callable[[RedisFrontier, list[I]], list[T]], default: T) -> list[T]:
         """``call`` once per shard with its items (in order), the answers put back in the
@@ -150,17 +155,17 @@ class ShardedRedisFrontier:
         shard.renew(fp, local, expires)
 
     def reap(self, now: float) -> int:
-        return sum(shard.reap(now) for shard in self.shards)
+        return sum(self._over_all(lambda shard: shard.reap(now)))
 
     def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
-        return [dead for shard in self.shards for dead in shard.heartbeat(now)]
+        return [dead for found in self._over_all(lambda shard: shard.heartbeat(now)) for dead in found]
 
     def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
         shard, local = self._by_token(token)
         return shard.retry_later(fp, local, request, due)
 
     def due_retries(self, now: float) -> int:
-        return sum(shard.due_retries(now) for shard in self.shards)
+        return sum(self._over_all(lambda shard: shard.due_retries(now)))
 
     def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
         """One revisit script per shard, for all of its leases."""
@@ -182,12 +187,12 @@ class ShardedRedisFrontier:
         return self.shards[self.shard_of(host)].hasten_revisit(fp, host, due)
 
     def next_revisit(self) -> float | None:
-        times = [t for t in (shard.next_revisit() for shard in self.shards) if t is not None]
+        times = [t for t in self._over_all(lambda shard: shard.next_revisit()) if t is not None]
         return min(times) if times else None
 
     @property
     def revisits(self) -> int:
-        return sum(shard.revisits for shard in self.shards)
+        return sum(self._over_all(lambda shard: shard.revisits))
 
     def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
         shard, local = self._by_token(token)
@@ -207,7 +212,7 @@ class ShardedRedisFrontier:
 
     @property
     def waiting(self) -> int:
-        return sum(shard.waiting for shard in self.shards)
+        return sum(self._over_all(lambda shard: shard.waiting))
 
     def set_politeness_key(self, name: str, key: str) -> None:
         self.shards[self.shard_of(name)].set_politeness_key(name, key)
@@ -224,29 +229,29 @@ class ShardedRedisFrontier:
     @property
     def counters(self) -> dict[str, int]:
         total: dict[str, int] = {}
-        for shard in self.shards:
-            for key, value in shard.counters.items():
+        for counters in self._over_all(lambda shard: shard.counters):
+            for key, value in counters.items():
                 total[key] = total.get(key, 0) + value
         return total
 
     @property
     def queued(self) -> int:
-        return sum(shard.queued for shard in self.shards)
+        return sum(self._over_all(lambda shard: shard.queued))
 
     @property
     def leased(self) -> int:
-        return sum(shard.leased for shard in self.shards)
+        return sum(self._over_all(lambda shard: shard.leased))
 
     def has_pending(self) -> bool:
-        return any(shard.has_pending() for shard in self.shards)
+        return any(self._over_all(lambda shard: shard.has_pending()))
 
     def done_count(self) -> int:
-        return sum(shard.done_count() for shard in self.shards)
+        return sum(self._over_all(lambda shard: shard.done_count()))
 
     def gauges(self, now: float) -> dict[str, int]:
         total: dict[str, int] = {}
-        for shard in self.shards:
-            for key, value in shard.gauges(now).items():
+        for gauges in self._over_all(lambda shard: shard.gauges(now)):
+            for key, value in gauges.items():
                 total[key] = total.get(key, 0) + value
         return total
 
