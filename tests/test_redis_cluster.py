@@ -3,6 +3,7 @@ and a resharding without losing a page."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 
@@ -13,6 +14,8 @@ from redis_cluster import RedisClusterNodes
 from test_redis_workers import check_politeness, start_workers, wait_for_hits
 from testweb import Site, TestWeb
 
+from crawler.dedup.index import RedisContentIndex
+from crawler.frontier.api import Entry
 from crawler.frontier.cluster import ClusterFrontier, shard_count, shard_tags
 from crawler.store.files import LocalStore, iter_records
 
@@ -163,3 +166,40 @@ def test_slots_moved_to_a_new_master_mid_crawl_lose_nothing(tmp_path, cluster):
     assert set(in_flight.values()) == {1}
     for log in logs.values():
         assert "Traceback" not in log and "ERROR" not in log
+
+
+@contextlib.contextmanager
+def slot_moving(nodes: RedisClusterNodes, key: str, moved_keys: list[str]):
+    """``key``'s slot half moved to another master (``moved_keys`` already there), as
+    ``redis-cli --cluster reshard`` leaves it between two MIGRATE batches; then finished."""
+    slot = key_slot(key.encode())
+    source = nodes.master_of(key)
+    target = next(port for port in nodes.masters_ports() if port != source)
+    old, new = redis.Redis(port=source), redis.Redis(port=target)
+    new.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", nodes.node_id(source))
+    old.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", nodes.node_id(target))
+    old.execute_command("MIGRATE", "127.0.0.1", target, "", 0, 5000, "KEYS", *moved_keys)
+    yield
+    rest = old.execute_command("CLUSTER GETKEYSINSLOT", slot, 1000)
+    if rest:
+        old.execute_command("MIGRATE", "127.0.0.1", target, "", 0, 5000, "KEYS", *rest)
+    for port in (target, source):
+        redis.Redis(port=port).execute_command("CLUSTER SETSLOT", slot, "NODE", nodes.node_id(target))
+
+
+def test_scripts_refuse_a_slot_being_moved_and_run_once_it_has_moved(cluster):
+    client = redis.RedisCluster.from_url(cluster.url)
+    frontier = ClusterFrontier(client, "moving", 16)
+    frontier.add([Entry(1, "a.test", 0, "http://a.test/1"), Entry(2, "a.test", 0, "http://a.test/2")])
+    shard = frontier.shards[frontier.shard_of("a.test")]
+    index = RedisContentIndex(client, "moving")
+    with slot_moving(cluster, shard.prefix, [shard.prefix + "ready"]):
+        with pytest.raises(redis.RedisError):  # its ready set moved, its queue not yet
+            shard.claim_many(0.0, 1)
+        assert client.zcard(shard.prefix + "ready") == 1 and shard.queued == 2  # nothing written
+    claims, _ = frontier.claim_many(0.0, 2)
+    assert [c.request for c in claims] == ["http://a.test/1"]  # one host, one claim, all state moved
+    with slot_moving(cluster, index.prefix, []), pytest.raises(redis.RedisError):
+        index.check_and_add(b"s" * 32, 7, "http://a.test/1", "a.test", near=False)
+    assert index.check_and_add(b"s" * 32, 7, "http://a.test/1", "a.test", near=False) is None
+    assert index.check_and_add(b"s" * 32, 7, "http://b.test/1", "b.test", near=False) is not None
