@@ -33,8 +33,12 @@ class RedisClusterNodes:
     first node (the cluster client finds the rest). ``node_timeout`` (ms) is small, so a
     killed master is failed over in about a second."""
 
-    def __init__(self, directory: Path, masters: int = 3, replicas: int = 0, node_timeout: int = 500) -> None:
+    def __init__(self, directory: Path, masters: int = 3, replicas: int = 0, node_timeout: int = 500,
+                 appendonly: bool = False, full_coverage: bool = True) -> None:
         self.directory = directory
+        self.options = ["--appendonly", "yes" if appendonly else "no",
+                        "--cluster-require-full-coverage", "yes" if full_coverage else "no"]
+        self.commands: dict[int, list[str]] = {}
         self.masters, self.replicas, self.node_timeout = masters, replicas, node_timeout
         self.cli = shutil.which("redis-cli")
         self.server = shutil.which("redis-server")
@@ -46,17 +50,24 @@ class RedisClusterNodes:
     def url(self) -> str:
         return f"redis://127.0.0.1:{next(iter(self.processes))}/0"
 
-    def _start_node(self) -> int:
-        port = cluster_port()
-        home = self.directory / str(port)
-        home.mkdir(parents=True)
-        self.processes[port] = subprocess.Popen(
-            [self.server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
-             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-             "--cluster-node-timeout", str(self.node_timeout), "--dir", str(home)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def _start_node(self, port: int | None = None) -> int:
+        if port is None:
+            port = cluster_port()
+            home = self.directory / str(port)
+            home.mkdir(parents=True)
+            self.commands[port] = [
+                self.server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", *self.options,
+                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                "--cluster-node-timeout", str(self.node_timeout), "--dir", str(home)]
+        self.processes[port] = subprocess.Popen(self.commands[port], stdout=subprocess.DEVNULL,
+                                                stderr=subprocess.DEVNULL)
         self._wait(lambda: redis.Redis(port=port).ping())
         return port
+
+    def restart(self, port: int) -> None:
+        """Start a killed node again on its port, with its data (AOF) and cluster config."""
+        self._start_node(port)
+        self.wait_ok()
 
     def _redis_cli(self, *args: str) -> str:
         done = subprocess.run([self.cli, "--cluster", *args, "--cluster-yes"], capture_output=True,

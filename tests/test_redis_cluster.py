@@ -134,7 +134,7 @@ def test_a_master_killed_mid_crawl_is_failed_over_and_nothing_is_lost(tmp_path, 
     assert set(in_flight.values()) == {1}  # no host fetched twice at once
     for log in logs.values():
         assert "Traceback" not in log and "ERROR" not in log
-        said = Counter(line.split("]")[0] for line in log.splitlines()
+        said = Counter(line.split("[")[1].split("]")[0] for line in log.splitlines()
                        if "WARNING: " in line and "nreachable" in line)
         assert max(said.values(), default=1) == 1, said  # each part says the outage once
     assert any("crawler.frontier" in line and "nreachable" in line for log in logs.values()
@@ -191,15 +191,56 @@ def test_scripts_refuse_a_slot_being_moved_and_run_once_it_has_moved(cluster):
     client = redis.RedisCluster.from_url(cluster.url)
     frontier = ClusterFrontier(client, "moving", 16)
     frontier.add([Entry(1, "a.test", 0, "http://a.test/1"), Entry(2, "a.test", 0, "http://a.test/2")])
-    shard = frontier.shards[frontier.shard_of("a.test")]
+    shard = frontier.shards[frontier.shard_of("a.test")].shard  # the RedisFrontier under its kept steps
     index = RedisContentIndex(client, "moving")
     with slot_moving(cluster, shard.prefix, [shard.prefix + "ready"]):
         with pytest.raises(redis.RedisError):  # its ready set moved, its queue not yet
             shard.claim_many(0.0, 1)
         assert client.zcard(shard.prefix + "ready") == 1 and shard.queued == 2  # nothing written
-    claims, _ = frontier.claim_many(0.0, 2)
+    claims, _ = shard.claim_many(0.0, 2)
     assert [c.request for c in claims] == ["http://a.test/1"]  # one host, one claim, all state moved
     with slot_moving(cluster, index.prefix, []), pytest.raises(redis.RedisError):
         index.check_and_add(b"s" * 32, 7, "http://a.test/1", "a.test", near=False)
     assert index.check_and_add(b"s" * 32, 7, "http://a.test/1", "a.test", near=False) is None
     assert index.check_and_add(b"s" * 32, 7, "http://b.test/1", "b.test", near=False) is not None
+
+
+def test_a_master_away_pauses_only_the_hosts_on_it(tmp_path):
+    nodes = RedisClusterNodes(tmp_path / "cluster", appendonly=True, full_coverage=False).start()
+    try:
+        sites = [Site(f"p{i:02d}.test", pages=20) for i in range(12)]
+        tags = shard_tags("shared", 16)
+        ring = ClusterFrontier(redis.RedisCluster.from_url(nodes.url), "ring", 16)
+        victim = nodes.master_of(f"crawl:{{{tags[ring.shard_of('p00.test')]}}}:")
+        away = {s.host for s in sites
+                if nodes.master_of(f"crawl:{{{tags[ring.shard_of(s.host)]}}}:") == victim}
+        assert away and len(away) < len(sites)
+        seen_during_outage = {}
+
+        def kill_then_restart(web):
+            both_running(nodes)
+            wait_for_hits(web, 10)
+            nodes.kill(victim)
+            urls = web.reachable([web.url(s.host) for s in sites])
+            wanted = Counter(url.split("/")[2].split(":")[0] for url in urls)
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and any(len({r.path for r in web.hits(host)}) < wanted[host]
+                                                      for host in wanted if host not in away):
+                time.sleep(0.1)
+            seen_during_outage.update({host: len({r.path for r in web.hits(host)}) for host in wanted})
+            seen_during_outage["wanted"] = wanted
+            nodes.restart(victim)
+
+        expected, in_flight, stored, logs = crawl_through(tmp_path, nodes, sites, kill_then_restart)
+    finally:
+        nodes.stop()
+    wanted = seen_during_outage.pop("wanted")
+    assert all(seen_during_outage[h] == wanted[h] for h in wanted if h not in away)  # the others went on
+    assert all(seen_during_outage[h] < wanted[h] for h in away)  # the away hosts waited
+    assert set(stored) == expected  # and were crawled once their master was back
+    assert set(in_flight.values()) == {1}
+    for log in logs.values():
+        assert "Traceback" not in log and "ERROR" not in log
+        said = Counter(line.split("[")[1].split("]")[0] for line in log.splitlines()
+                       if "WARNING: " in line and "nreachable" in line)
+        assert max(said.values(), default=1) == 1, said

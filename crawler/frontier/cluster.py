@@ -10,20 +10,20 @@ trap evidence, the shard count) keep the crawl's own tag ``crawl:{<crawl id>}:``
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from redis import RedisCluster, RedisError
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
-from redis.exceptions import ClusterError
 
 from crawler import defaults
 from crawler.frontier.api import Claim
 from crawler.frontier.redis import RedisFrontier, default_worker_id
+from crawler.frontier.shard_steps import BufferedShard, ShardPauses
 from crawler.frontier.sharded import ShardedRedisFrontier
 
 logger = logging.getLogger(__name__)
@@ -49,36 +49,6 @@ def shard_tags(crawl_id: str, shards: int) -> list[str]:
     return tags
 
 
-class ShardPauses:
-    """Which shards failed lately: a shard whose node did not answer is left alone for a
-    backoff (0.5 s doubling to 30 s), so only its hosts wait. One WARNING when shards stop
-    answering (those of a failed node fail together), one INFO when each answers again."""
-
-    def __init__(self, describe: Callable[[int], str]) -> None:
-        self.describe = describe
-        self._down: dict[int, tuple[float, float, float]] = {}  # shard -> (since, backoff, retry at)
-
-    def usable(self, shard: int, now: float) -> bool:
-        return shard not in self._down or now >= self._down[shard][2]
-
-    def failed(self, shards: list[int], error: Exception) -> None:
-        now = time.monotonic()
-        new = [shard for shard in shards if shard not in self._down]
-        if new:
-            logger.warning("Redis Cluster shards %s unreachable (%s): their hosts wait, retried with backoff",
-                           ", ".join(self.describe(shard) for shard in new), error)
-        for shard in shards:
-            since, backoff, _ = self._down.get(shard, (now, 0.0, 0.0))
-            backoff = min(30.0, max(0.5, backoff * 2))
-            self._down[shard] = (since, backoff, now + backoff)
-
-    def answered(self, shard: int) -> None:
-        if shard in self._down:
-            since = self._down.pop(shard)[0]
-            logger.info("Redis Cluster shard %s answers again after %.1f s", self.describe(shard),
-                        time.monotonic() - since)
-
-
 class ClusterFrontier(ShardedRedisFrontier):
     """A crawl's frontier over one Redis Cluster client: hosts go to shards as in
     ``ShardedRedisFrontier`` (consistent hashing), each shard a hash tag.
@@ -97,9 +67,10 @@ class ClusterFrontier(ShardedRedisFrontier):
         self.prefix = f"crawl:{{{crawl_id}}}:"
         options.setdefault("worker_id", default_worker_id())
         options["expected_urls"] = max(1, int(options.get("expected_urls", 10_000_000)) // shards)
-        super().__init__([RedisFrontier(client, tag, **options) for tag in shard_tags(crawl_id, shards)])
-        self._pool = ThreadPoolExecutor(max_workers=min(8, shards), thread_name_prefix="cluster-claim")
         self._pauses = ShardPauses(self._describe_shard)
+        super().__init__([BufferedShard(RedisFrontier(client, tag, **options), index, self._pauses)
+                          for index, tag in enumerate(shard_tags(crawl_id, shards))])
+        self._pool = ThreadPoolExecutor(max_workers=min(8, shards), thread_name_prefix="cluster-claim")
         self._count_turn = 0
 
     def _describe_shard(self, index: int) -> str:
@@ -115,7 +86,7 @@ class ClusterFrontier(ShardedRedisFrontier):
     def _peek(self, now: float, limit: int) -> dict[int, list[tuple[bytes, float]]]:
         """The first ``limit`` hosts of each usable shard's ready set, by allowed time:
         one pipeline, sent to each node once."""
-        usable = [i for i in range(len(self.shards)) if self._pauses.usable(i, time.monotonic())]
+        usable = [i for i in range(len(self.shards)) if self._pauses.usable(i)]
         pipe = self.client.pipeline(transaction=False)
         for index in usable:
             pipe.zrange(self.shards[index].prefix + "ready", 0, limit - 1, withscores=True)
@@ -123,19 +94,25 @@ class ClusterFrontier(ShardedRedisFrontier):
         failed: dict[int, Exception] = {}
         try:
             results = pipe.execute(raise_on_error=False)
-        except AttributeError as error:  # redis-py's, while the topology changes (see CrawlCluster)
-            raise ClusterError(f"cluster topology changing: {error}") from error
+        except (RedisError, AttributeError):  # a node down fails the whole pipeline: shard by shard
+            results = [self._pool.submit(self._read_head, index, limit) for index in usable]
+            results = [future.result() for future in results]
         for index, result in zip(usable, results, strict=True):
             if isinstance(result, Exception):
                 failed[index] = result
             else:
-                self._pauses.answered(index)
                 heads[index] = result
         if failed:
             self._pauses.failed(list(failed), next(iter(failed.values())))
             if not heads:
                 raise next(iter(failed.values()))
         return heads
+
+    def _read_head(self, index: int, limit: int) -> list[tuple[bytes, float]] | Exception:
+        try:
+            return self.client.zrange(self.shards[index].prefix + "ready", 0, limit - 1, withscores=True)
+        except RedisError as error:
+            return error
 
     def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
         """Up to ``limit`` claims, earliest-allowed hosts first across every shard (what the
@@ -173,9 +150,9 @@ class ClusterFrontier(ShardedRedisFrontier):
         claims, wait = self.claim_many(now, 1)
         return claims[0] if claims else wait
 
-    def _each(self, calls: dict[int, Callable[[], T]]) -> dict[int, T]:
+    def _each(self, calls: dict[int, Callable[[], T]], partial: bool = False) -> dict[int, T]:
         """Each shard's call at once (a batch of acks, fetch reports or links costs one
-        round trip, not one per shard); the first error is raised once all have ended."""
+        round trip, not one per shard); see ``ShardedRedisFrontier._each``."""
         futures = {index: self._pool.submit(call) for index, call in calls.items()}
         answers, errors = {}, []
         for index, future in futures.items():
@@ -183,9 +160,40 @@ class ClusterFrontier(ShardedRedisFrontier):
                 answers[index] = future.result()
             except RedisError as error:
                 errors.append(error)
-        if errors:
+        if errors and (not partial or not answers):
             raise errors[0]
         return answers
+
+    def _pending_sum(self, read: Callable[[RedisFrontier], int]) -> int:
+        """``read`` summed over the shards that answer, plus one for each that does not
+        (its master is away): the crawl is not taken for finished while a shard is away."""
+        calls = {index: functools.partial(read, shard) for index, shard in enumerate(self.shards)}
+        answers = self._each(calls, partial=True)
+        return sum(answers.values()) + len(self.shards) - len(answers)
+
+    @property
+    def queued(self) -> int:
+        return self._pending_sum(lambda shard: shard.queued)
+
+    @property
+    def leased(self) -> int:
+        return self._pending_sum(lambda shard: shard.leased)
+
+    @property
+    def waiting(self) -> int:
+        return self._pending_sum(lambda shard: shard.waiting)
+
+    @property
+    def revisits(self) -> int:
+        return self._pending_sum(lambda shard: shard.revisits)
+
+    def has_pending(self) -> bool:
+        return bool(self._pending_sum(lambda shard: int(shard.has_pending())))
+
+    def commit(self) -> None:
+        """Send the writes kept for shards whose master did not answer, if it does now."""
+        for shard in self.shards:
+            shard.flush()
 
     # ---------------------------------------------------------------- the rest
 
@@ -205,6 +213,10 @@ class ClusterFrontier(ShardedRedisFrontier):
         return self.client
 
     def close(self) -> None:
+        kept = sum(len(shard.kept) for shard in self.shards if not shard.flush(force=True))
+        if kept:
+            logger.error("%d frontier steps could not reach their Redis Cluster shards; their URLs will be "
+                         "fetched again once their leases expire", kept)
         self._pool.shutdown(wait=True)
         self.client.close()
 

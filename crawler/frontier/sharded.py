@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from redis import Redis, RedisCluster
+from redis import Redis, RedisCluster, RedisError
 
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
 from crawler.frontier.redis import RedisFrontier, default_worker_id
@@ -63,14 +63,24 @@ class ShardedRedisFrontier:
         for shard in self.shards:
             shard.new_hosts = list(value)
 
-    def _each(self, calls: dict[int, Callable[[], T]]) -> dict[int, T]:
-        """Each shard's call, one after another (``ClusterFrontier``: all at once)."""
-        return {index: call() for index, call in calls.items()}
+    def _each(self, calls: dict[int, Callable[[], T]], partial: bool = False) -> dict[int, T]:
+        """Each shard's call, one after another (``ClusterFrontier``: all at once). An
+        error is raised once every call has ended; ``partial``: only if no shard answered,
+        the others' answers are returned (a view for housekeeping, not a count to close on)."""
+        answers, errors = {}, []
+        for index, call in calls.items():
+            try:
+                answers[index] = call()
+            except RedisError as error:
+                errors.append(error)
+        if errors and (not partial or not answers):
+            raise errors[0]
+        return answers
 
-    def _over_all(self, read: Callable[[RedisFrontier], T]) -> list[T]:
-        """``read`` of every shard, in shard order."""
+    def _over_all(self, read: Callable[[RedisFrontier], T], partial: bool = False) -> list[T]:
+        """``read`` of every shard (``partial``: of those that answer), in shard order."""
         return list(self._each({index: functools.partial(read, shard)
-                                for index, shard in enumerate(self.shards)}).values())
+                                for index, shard in enumerate(self.shards)}, partial).values())
 
     def _scatter(self, items: list[I], shard_of: Callable[[I], int],
                  call: Callable[[RedisFrontier, list[I]], list[T]], default: T) -> list[T]:
@@ -155,17 +165,18 @@ class ShardedRedisFrontier:
         shard.renew(fp, local, expires)
 
     def reap(self, now: float) -> int:
-        return sum(self._over_all(lambda shard: shard.reap(now)))
+        return sum(self._over_all(lambda shard: shard.reap(now), partial=True))
 
     def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
-        return [dead for found in self._over_all(lambda shard: shard.heartbeat(now)) for dead in found]
+        found = self._over_all(lambda shard: shard.heartbeat(now), partial=True)
+        return [dead for dead_on_shard in found for dead in dead_on_shard]
 
     def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
         shard, local = self._by_token(token)
         return shard.retry_later(fp, local, request, due)
 
     def due_retries(self, now: float) -> int:
-        return sum(self._over_all(lambda shard: shard.due_retries(now)))
+        return sum(self._over_all(lambda shard: shard.due_retries(now), partial=True))
 
     def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
         """One revisit script per shard, for all of its leases."""
@@ -174,10 +185,17 @@ class ShardedRedisFrontier:
             [Revisit(r.fp, r.token // count, r.request, r.due, r.fetched_at) for r in group]), False)
 
     def due_revisits(self, now: float, limit: int = 10_000) -> int:
-        queued = 0
+        """Due revisits queued, up to ``limit``, shard by shard; a shard that does not answer
+        is left for the next call (raised only when none answers)."""
+        queued, errors = 0, []
         for shard in self.shards:
             if queued < limit:
-                queued += shard.due_revisits(now, limit - queued)
+                try:
+                    queued += shard.due_revisits(now, limit - queued)
+                except RedisError as error:
+                    errors.append(error)
+        if errors and len(errors) == len(self.shards):
+            raise errors[0]
         return queued
 
     def revisit_at(self, fp: int, host: str) -> tuple[float, float] | None:
@@ -187,7 +205,7 @@ class ShardedRedisFrontier:
         return self.shards[self.shard_of(host)].hasten_revisit(fp, host, due)
 
     def next_revisit(self) -> float | None:
-        times = [t for t in self._over_all(lambda shard: shard.next_revisit()) if t is not None]
+        times = [t for t in self._over_all(lambda shard: shard.next_revisit(), partial=True) if t is not None]
         return min(times) if times else None
 
     @property
@@ -229,7 +247,7 @@ class ShardedRedisFrontier:
     @property
     def counters(self) -> dict[str, int]:
         total: dict[str, int] = {}
-        for counters in self._over_all(lambda shard: shard.counters):
+        for counters in self._over_all(lambda shard: shard.counters, partial=True):
             for key, value in counters.items():
                 total[key] = total.get(key, 0) + value
         return total
@@ -250,7 +268,7 @@ class ShardedRedisFrontier:
 
     def gauges(self, now: float) -> dict[str, int]:
         total: dict[str, int] = {}
-        for gauges in self._over_all(lambda shard: shard.gauges(now)):
+        for gauges in self._over_all(lambda shard: shard.gauges(now), partial=True):
             for key, value in gauges.items():
                 total[key] = total.get(key, 0) + value
         return total

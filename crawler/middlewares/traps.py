@@ -127,6 +127,14 @@ class TrapsMiddleware:
         if not isinstance(obj, ProbeAnswer):
             yield obj
 
+    def rewrite(self, url: str) -> str | None:
+        """``Traps.rewrite``, or ``url`` as it is while the shared trap state is unreachable."""
+        try:
+            return self.traps.rewrite(url)
+        except RedisError as error:
+            self.store_unreachable(error)
+            return url
+
     def store_unreachable(self, error: RedisError) -> None:
         """The shared trap state did not answer: the page or URL goes on unchecked
         (``traps/store_errors``), with one WARNING per outage (errors less than a minute
@@ -170,11 +178,7 @@ class LearnedParamsMiddleware:
         middleware = self.crawler.get_spider_middleware(TrapsMiddleware)
         if middleware is None or request.meta.get("trap_probe"):
             return None
-        try:
-            url = middleware.traps.rewrite(request.url)
-        except RedisError as error:
-            middleware.store_unreachable(error)
-            return None
+        url = middleware.rewrite(request.url)
         if url is None:
             raise IgnoreRequest(f"learned parameters: {request.url} was fetched as another spelling")
         return None if url == request.url else request.replace(url=url)
