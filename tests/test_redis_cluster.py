@@ -50,6 +50,7 @@ def keys_by_master(nodes: RedisClusterNodes, crawl_id: str) -> Counter:
 
 def test_a_worker_with_another_shard_count_is_refused(cluster):
     client = redis.RedisCluster.from_url(cluster.url)
+    assert shard_count(client, "c1", None) == 16 and not client.exists("crawl:{c1}:shards")  # a reader
     assert shard_count(client, "c1", 8) == 8
     assert shard_count(client, "c1", None) == 8  # commands that do not know it read it
     with pytest.raises(ValueError, match="REDIS_SHARDS = 8"):

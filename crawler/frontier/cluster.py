@@ -226,12 +226,15 @@ class ClusterFrontier(ShardedRedisFrontier):
 
 
 def shard_count(client: RedisCluster, crawl_id: str, wanted: int | None) -> int:
-    """The crawl's shard count: the one stored at its first start, else ``wanted`` (or
-    ``REDIS_SHARDS``' default), then stored. A different ``wanted`` is refused."""
+    """The crawl's shard count: the one stored at its first start, else ``wanted`` (then
+    stored: a worker starts the crawl). A different ``wanted`` is refused; None (a
+    command reading a crawl) takes the stored one, or ``REDIS_SHARDS``' default."""
     key = f"crawl:{{{crawl_id}}}:shards"
-    client.set(key, wanted or defaults.REDIS_SHARDS, nx=True)
+    if wanted is None:
+        return int(client.get(key) or defaults.REDIS_SHARDS)
+    client.set(key, wanted, nx=True)
     stored = int(client.get(key))
-    if wanted is not None and stored != wanted:
+    if stored != wanted:
         raise ValueError(f"Crawl {crawl_id} was started with REDIS_SHARDS = {stored}, not {wanted}: every "
                          f"worker of a crawl must use the same count (or forget the crawl first)")
     return stored
