@@ -10,12 +10,11 @@ know. With ``REDIS_CLUSTER``, one redis-py cluster client from the first node na
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import TYPE_CHECKING, Any
 
 from redis import RedisCluster, RedisError
 from redis.backoff import NoBackoff
-from redis.exceptions import ClusterError, ConnectionError
+from redis.exceptions import ClusterError
 from redis.retry import Retry
 from scrapy_redis.connection import SETTINGS_PARAMS_MAP, get_redis
 from scrapy_redis.defaults import REDIS_PARAMS
@@ -31,32 +30,10 @@ CLIENT_OPTIONS = {"socket_timeout": 10, "socket_connect_timeout": 5}
 
 
 class CrawlCluster(RedisCluster):
-    """redis-py's cluster client, with two changes for a crawl. A node that refused a
-    connection is not asked again for a while (0.5 s doubling to 5 s): its commands fail
-    at once, instead of each waiting for a connection attempt (a dead host costs
-    ``socket_connect_timeout``), so the rest of the worker keeps its pace while a master
-    is away. And one of redis-py's bugs is made an outage: while a new master takes over
-    slots it can look up a node it does not know yet and fail with AttributeError
-    (redis/redis-py#2432, still in 8.2); raised as ``ClusterError`` after a topology
+    """redis-py's cluster client, one of its bugs made an outage: while a new master takes
+    over slots it can look up a node it does not know yet and fail with AttributeError
+    (redis/redis-py#2432, still in 8.2). Raised as ``ClusterError`` after a topology
     refresh, callers back off and retry as for any Redis outage."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._refused: dict[str, tuple[float, float]] = {}  # node name -> (backoff, not before)
-        super().__init__(*args, **kwargs)
-
-    def _execute_command(self, target_node: Any, *args: Any, **kwargs: Any) -> Any:
-        name = getattr(target_node, "name", None)
-        backoff, not_before = self._refused.get(name, (0.0, 0.0))
-        if time.monotonic() < not_before:
-            raise ConnectionError(f"{name} refused a connection less than {backoff:.1f} s ago")
-        try:
-            reply = super()._execute_command(target_node, *args, **kwargs)
-        except ConnectionError:
-            backoff = min(5.0, max(0.5, backoff * 2))
-            self._refused[name] = (backoff, time.monotonic() + backoff)
-            raise
-        self._refused.pop(name, None)
-        return reply
 
     def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         try:
