@@ -180,6 +180,11 @@ FRONTIER_DIR = "crawl-state"
 CRAWL_ID = ""
 # redis://host:port/db (a comma list shards the crawl): the frontier is shared there.
 REDIS_URL = ""
+# True: REDIS_URL names one node of a Redis Cluster; the crawl is spread over it.
+REDIS_CLUSTER = False
+# Redis Cluster crawls: hash tags the frontier is split over (fixed at the crawl's first
+# start). 16 puts a part on every master of a cluster of up to 16 and costs 16 reads a claim round.
+REDIS_SHARDS = 16
 # Redis crawls: the list pushed seeds are read from; "" is crawl:{<crawl id>}:seeds.
 # As scrapy-redis's setting: "%(name)s:start_urls" reads scrapy-redis's key.
 REDIS_START_URLS_KEY = ""

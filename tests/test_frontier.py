@@ -6,9 +6,11 @@ import uuid
 
 import pytest
 import redis
+from redis_cluster import RedisClusterNodes
 from redis_server import RedisServer
 
 from crawler.frontier.api import Claim, Entry, Fetch, Revisit, fetch_seconds_counts
+from crawler.frontier.cluster import ClusterFrontier
 from crawler.frontier.embedded import EmbeddedFrontier, read_counts
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
 from crawler.frontier.redis import RedisFrontier
@@ -30,7 +32,14 @@ def redis_url(tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture(params=["embedded", "redis", "redis-bloom", "redis-sharded"])
+@pytest.fixture(scope="module")
+def cluster_url(tmp_path_factory):
+    nodes = RedisClusterNodes(tmp_path_factory.mktemp("cluster")).start()
+    yield nodes.url
+    nodes.stop()
+
+
+@pytest.fixture(params=["embedded", "redis", "redis-bloom", "redis-sharded", "redis-cluster"])
 def make_frontier(request, tmp_path):
     """Each contract test runs against both backends."""
     crawl_id = uuid.uuid4().hex
@@ -42,6 +51,9 @@ def make_frontier(request, tmp_path):
         kwargs.pop("path", None)
         if request.param == "redis-bloom":
             kwargs["seen_set"] = "bloom"
+        if request.param == "redis-cluster":  # 3 masters, REDIS_SHARDS' default of hash tags
+            client = redis.RedisCluster.from_url(request.getfixturevalue("cluster_url"))
+            return open_redis_frontier([client], crawl_id, **kwargs)
         url = request.getfixturevalue("redis_url")
         if request.param == "redis-sharded":  # two shards: databases 1 and 2 of one server
             return open_redis_frontier([redis.Redis.from_url(f"{url}/{db}") for db in (1, 2)],
@@ -410,6 +422,8 @@ def test_state_survives_a_crash_and_leases_are_requeued(make_frontier, tmp_path)
 
 
 def test_hosts_with_one_politeness_key_share_one_fetch_and_one_gap(make_frontier):
+    if make_frontier.backend == "redis-cluster":
+        pytest.skip("a politeness key groups the hosts of one shard; a.test and b.test are on two")
     f = make_frontier(hold_new_hosts=True)
     f.add([entry("http://a.test/1"), entry("http://b.test/1"), entry("http://c.test/1")])
     assert sorted(f.new_hosts) == ["a.test", "b.test", "c.test"]
@@ -426,20 +440,31 @@ def test_hosts_with_one_politeness_key_share_one_fetch_and_one_gap(make_frontier
     assert claim(f, 2.0).host in {"a.test", "b.test"} - {shared.host}
 
 
+def hosts_on_one_shard(f, count: int) -> list[str]:
+    """``count`` host names that one politeness key can group (a sharded frontier groups the
+    hosts of one shard only)."""
+    names = [f"h{i}.test" for i in range(1000)]
+    if not hasattr(f, "shard_of"):
+        return names[:count]
+    return [n for n in names if f.shard_of(n) == f.shard_of(names[0])][:count]
+
+
 def test_a_host_keeps_the_first_politeness_key_it_is_given(make_frontier):
     # Round-robin DNS gives workers different addresses: the crawl keeps the first.
     f = make_frontier(hold_new_hosts=True)
-    f.add([entry("http://a.test/1"), entry("http://b.test/1")])
-    f.set_politeness_key("a.test", "10.0.0.1")
-    f.set_politeness_key("b.test", "10.0.0.1")
-    f.set_politeness_key("a.test", "10.0.0.9")  # another worker's answer: ignored
+    a, b = hosts_on_one_shard(f, 2)
+    f.add([entry(f"http://{a}/1"), entry(f"http://{b}/1")])
+    f.set_politeness_key(a, "10.0.0.1")
+    f.set_politeness_key(b, "10.0.0.1")
+    f.set_politeness_key(a, "10.0.0.9")  # another worker's answer: ignored
     claim(f, 0.0)
-    assert f.next(0.0) is None  # a.test and b.test still share one fetch at a time
+    assert f.next(0.0) is None  # both hosts still share one fetch at a time
 
 
 def test_a_host_keyed_while_its_fetch_is_in_flight_is_not_fetched_twice(make_frontier):
     f = make_frontier()
-    f.add([entry("http://a.test/1"), entry("http://a.test/2"), entry("http://b.test/1")])
+    a, b = hosts_on_one_shard(f, 2)
+    f.add([entry(f"http://{a}/1"), entry(f"http://{a}/2"), entry(f"http://{b}/1")])
     first = claim(f, 0.0)
     f.set_politeness_key(first.host, "10.0.0.1")
     other = claim(f, 0.0)
@@ -554,7 +579,7 @@ def test_bloom_seen_set_keeps_its_false_positive_rate(redis_url):
     assert size < 1.3 * len(urls)  # ~1.2 bytes a URL
 
 
-@pytest.mark.parametrize("backend", [EmbeddedFrontier, RedisFrontier, ShardedRedisFrontier])
+@pytest.mark.parametrize("backend", [EmbeddedFrontier, RedisFrontier, ShardedRedisFrontier, ClusterFrontier])
 def test_every_backend_has_the_contract_with_its_signatures(backend):
     import inspect
 

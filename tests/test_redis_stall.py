@@ -36,7 +36,7 @@ def test_a_redis_stopped_for_20_s_stalls_no_download_and_loses_nothing(tmp_path)
                 EXTENSIONS=json.dumps({"reactor_lag.ReactorTicks": 0}), REACTOR_LAG_FILE=ticks_file,
                 # The content index and the pushed seeds call Redis too: each page and each second.
                 # The trap rules' store still calls Redis on the reactor: kept out of the way.
-                SPIDER_MIDDLEWARES=json.dumps({TRAPS: None}), DOWNLOADER_MIDDLEWARES=json.dumps({TRAPS: None}),
+                SPIDER_MIDDLEWARES=json.dumps({TRAPS: None}),
                 SEEDS_POLL_INTERVAL=1, SCHEDULER_IDLE_BEFORE_CLOSE=1)
             log = tmp_path / "log"
             worker = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,

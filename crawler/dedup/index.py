@@ -82,6 +82,10 @@ class MemoryContentIndex:
 # and P dups hashes host -> count.
 _CHECK_AND_ADD = """
 local P, sha, fp, url, host = KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+-- As the frontier's scripts: on a Redis Cluster slot being moved, stop before any write.
+if type(redis.pcall('EXISTS', P .. '~1', P .. '~2')) == 'table' then
+  return redis.error_reply('TRYAGAIN the slot of ' .. P .. ' is being moved')
+end
 local near, k = ARGV[5] == '1', tonumber(ARGV[6])
 local function hex2(s, i) return string.format('%02x%02x', s:byte(i, i + 1)) end
 redis.call('HINCRBY', P .. 'pages', host, 1)

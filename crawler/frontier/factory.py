@@ -9,7 +9,7 @@ from redis.retry import Retry
 
 from crawler import defaults
 from crawler.frontier.api import Frontier
-from crawler.frontier.connection import redis_clients, uses_redis
+from crawler.frontier.connection import redis_clients, uses_cluster, uses_redis
 from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
 from crawler.frontier.sharded import open_redis_frontier
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 
 def open_frontier(s: BaseSettings, crawl_id: str, levels: PriorityLevels) -> Frontier:
-    """Crawl ``crawl_id``'s frontier: in Redis with ``REDIS_URL`` (one or several shards),
+    """Crawl ``crawl_id``'s frontier: in Redis with ``REDIS_URL`` (one or several shards, or
+    ``REDIS_SHARDS`` hash tags of a Redis Cluster),
     else embedded in SQLite under ``FRONTIER_DIR`` (or ``JOBDIR``)."""
     policy = PolitenessPolicy(
         min_delay=s.getfloat("POLITENESS_MIN_DELAY", defaults.POLITENESS_MIN_DELAY),
@@ -42,8 +43,9 @@ def open_frontier(s: BaseSettings, crawl_id: str, levels: PriorityLevels) -> Fro
             s, socket_timeout=s.getfloat("REDIS_SOCKET_TIMEOUT", defaults.REDIS_SOCKET_TIMEOUT),
             socket_connect_timeout=s.getfloat("REDIS_CONNECT_TIMEOUT", defaults.REDIS_CONNECT_TIMEOUT),
             retry=Retry(NoBackoff(), 0))
+        shards = s.getint("REDIS_SHARDS", defaults.REDIS_SHARDS) if uses_cluster(s) else None
         return open_redis_frontier(
-            clients, crawl_id,
+            clients, crawl_id, shards=shards,
             worker_timeout=s.getfloat("FRONTIER_WORKER_TIMEOUT", defaults.FRONTIER_WORKER_TIMEOUT),
             expected_urls=s.getint("SEEN_SET_EXPECTED_URLS", defaults.SEEN_SET_EXPECTED_URLS),
             seen_set=s.get("SEEN_SET", defaults.SEEN_SET),

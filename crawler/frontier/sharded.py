@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
-from redis import Redis
+from redis import Redis, RedisCluster, RedisError
 
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
 from crawler.frontier.redis import RedisFrontier, default_worker_id
+
+T = TypeVar("T")
+I = TypeVar("I")  # noqa: E741 - an item of a batch
 
 
 class ShardedRedisFrontier:
@@ -58,17 +63,43 @@ class ShardedRedisFrontier:
         for shard in self.shards:
             shard.new_hosts = list(value)
 
-    def add(self, entries: Iterable[Entry], force: bool = False) -> list[bool]:
-        entries = list(entries)
-        results: list[bool] = [False] * len(entries)
+    def _each(self, calls: dict[int, Callable[[], T]], partial: bool = False) -> dict[int, T]:
+        """Each shard's call, one after another (``ClusterFrontier``: all at once). An
+        error is raised once every call has ended; ``partial``: only if no shard answered,
+        the others' answers are returned (a view for housekeeping, not a count to close on)."""
+        answers, errors = {}, []
+        for index, call in calls.items():
+            try:
+                answers[index] = call()
+            except RedisError as error:
+                errors.append(error)
+        if errors and (not partial or not answers):
+            raise errors[0]
+        return answers
+
+    def _over_all(self, read: Callable[[RedisFrontier], T], partial: bool = False) -> list[T]:
+        """``read`` of every shard (``partial``: of those that answer), in shard order."""
+        return list(self._each({index: functools.partial(read, shard)
+                                for index, shard in enumerate(self.shards)}, partial).values())
+
+    def _scatter(self, items: list[I], shard_of: Callable[[I], int],
+                 call: Callable[[RedisFrontier, list[I]], list[T]], default: T) -> list[T]:
+        """``call`` once per shard with its items (in order), the answers put back in the
+        items' order: one script per shard for a whole batch."""
         groups: dict[int, list[int]] = {}
-        for position, entry in enumerate(entries):
-            groups.setdefault(self.shard_of(entry.host), []).append(position)
-        for shard, positions in groups.items():
-            added = self.shards[shard].add([entries[p] for p in positions], force)
-            for position, flag in zip(positions, added, strict=True):
-                results[position] = flag
+        for position, item in enumerate(items):
+            groups.setdefault(shard_of(item), []).append(position)
+        answers = self._each({index: functools.partial(call, self.shards[index], [items[p] for p in group])
+                              for index, group in groups.items()})
+        results = [default] * len(items)
+        for index, positions in groups.items():
+            for position, answer in zip(positions, answers[index], strict=True):
+                results[position] = answer
         return results
+
+    def add(self, entries: Iterable[Entry], force: bool = False) -> list[bool]:
+        return self._scatter(list(entries), lambda e: self.shard_of(e.host),
+                             lambda shard, group: shard.add(group, force), False)
 
     def next(self, now: float) -> Claim | float | None:
         """A claim from the shards in turn; else the shortest wait among them."""
@@ -108,20 +139,19 @@ class ShardedRedisFrontier:
         return claims, wait
 
     def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
-        return [self.fetched(f.fp, f.token, f.now, f.fetch_seconds, f.status, f.retry_after, f.hold_until)
-                for f in fetches]
+        """Each shard's fetches in one batch (two round trips a shard)."""
+        count = len(self.shards)
+        def local(f: Fetch) -> Fetch:
+            return Fetch(f.fp, f.token // count, f.now, f.fetch_seconds, f.status, f.retry_after,
+                         f.hold_until)
+        return self._scatter(fetches, lambda f: f.token % count,
+                             lambda shard, group: shard.fetched_many([local(f) for f in group]), None)
 
     def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
         """One ack script per shard, for all of its leases."""
-        by_shard: dict[int, list[int]] = {}
-        for position, (_, token) in enumerate(leases):
-            by_shard.setdefault(token % len(self.shards), []).append(position)
-        results = [False] * len(leases)
-        for index, positions in by_shard.items():
-            local = [(leases[p][0], leases[p][1] // len(self.shards)) for p in positions]
-            for position, ok in zip(positions, self.shards[index].ack_many(local), strict=True):
-                results[position] = ok
-        return results
+        count = len(self.shards)
+        return self._scatter(leases, lambda lease: lease[1] % count, lambda shard, group: shard.ack_many(
+            [(fp, token // count) for fp, token in group]), False)
 
     def ack(self, fp: int, token: int) -> bool:
         shard, local = self._by_token(token)
@@ -136,37 +166,37 @@ class ShardedRedisFrontier:
         shard.renew(fp, local, expires)
 
     def reap(self, now: float) -> int:
-        return sum(shard.reap(now) for shard in self.shards)
+        return sum(self._over_all(lambda shard: shard.reap(now), partial=True))
 
     def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
-        return [dead for shard in self.shards for dead in shard.heartbeat(now)]
+        found = self._over_all(lambda shard: shard.heartbeat(now), partial=True)
+        return [dead for dead_on_shard in found for dead in dead_on_shard]
 
     def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
         shard, local = self._by_token(token)
         return shard.retry_later(fp, local, request, due)
 
     def due_retries(self, now: float) -> int:
-        return sum(shard.due_retries(now) for shard in self.shards)
+        return sum(self._over_all(lambda shard: shard.due_retries(now), partial=True))
 
     def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
         """One revisit script per shard, for all of its leases."""
         count = len(self.shards)
-        by_shard: dict[int, list[int]] = {}
-        for position, r in enumerate(revisits):
-            by_shard.setdefault(r.token % count, []).append(position)
-        results = [False] * len(revisits)
-        for index, positions in by_shard.items():
-            local = [Revisit(revisits[p].fp, revisits[p].token // count, revisits[p].request,
-                             revisits[p].due, revisits[p].fetched_at) for p in positions]
-            for position, ok in zip(positions, self.shards[index].revisit_many(local), strict=True):
-                results[position] = ok
-        return results
+        return self._scatter(revisits, lambda r: r.token % count, lambda shard, group: shard.revisit_many(
+            [Revisit(r.fp, r.token // count, r.request, r.due, r.fetched_at) for r in group]), False)
 
     def due_revisits(self, now: float, limit: int = 10_000) -> int:
-        queued = 0
+        """Due revisits queued, up to ``limit``, shard by shard; a shard that does not answer
+        is left for the next call (raised only when none answers)."""
+        queued, errors = 0, []
         for shard in self.shards:
             if queued < limit:
-                queued += shard.due_revisits(now, limit - queued)
+                try:
+                    queued += shard.due_revisits(now, limit - queued)
+                except RedisError as error:
+                    errors.append(error)
+        if errors and len(errors) == len(self.shards):
+            raise errors[0]
         return queued
 
     def revisit_at(self, fp: int, host: str) -> tuple[float, float] | None:
@@ -176,12 +206,12 @@ class ShardedRedisFrontier:
         return self.shards[self.shard_of(host)].hasten_revisit(fp, host, due)
 
     def next_revisit(self) -> float | None:
-        times = [t for t in (shard.next_revisit() for shard in self.shards) if t is not None]
+        times = [t for t in self._over_all(lambda shard: shard.next_revisit(), partial=True) if t is not None]
         return min(times) if times else None
 
     @property
     def revisits(self) -> int:
-        return sum(shard.revisits for shard in self.shards)
+        return sum(self._over_all(lambda shard: shard.revisits))
 
     def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
         shard, local = self._by_token(token)
@@ -204,7 +234,7 @@ class ShardedRedisFrontier:
 
     @property
     def waiting(self) -> int:
-        return sum(shard.waiting for shard in self.shards)
+        return sum(self._over_all(lambda shard: shard.waiting))
 
     def set_politeness_key(self, name: str, key: str) -> None:
         self.shards[self.shard_of(name)].set_politeness_key(name, key)
@@ -221,29 +251,29 @@ class ShardedRedisFrontier:
     @property
     def counters(self) -> dict[str, int]:
         total: dict[str, int] = {}
-        for shard in self.shards:
-            for key, value in shard.counters.items():
+        for counters in self._over_all(lambda shard: shard.counters, partial=True):
+            for key, value in counters.items():
                 total[key] = total.get(key, 0) + value
         return total
 
     @property
     def queued(self) -> int:
-        return sum(shard.queued for shard in self.shards)
+        return sum(self._over_all(lambda shard: shard.queued))
 
     @property
     def leased(self) -> int:
-        return sum(shard.leased for shard in self.shards)
+        return sum(self._over_all(lambda shard: shard.leased))
 
     def has_pending(self) -> bool:
-        return any(shard.has_pending() for shard in self.shards)
+        return any(self._over_all(lambda shard: shard.has_pending()))
 
     def done_count(self) -> int:
-        return sum(shard.done_count() for shard in self.shards)
+        return sum(self._over_all(lambda shard: shard.done_count()))
 
     def gauges(self, now: float) -> dict[str, int]:
         total: dict[str, int] = {}
-        for shard in self.shards:
-            for key, value in shard.gauges(now).items():
+        for gauges in self._over_all(lambda shard: shard.gauges(now), partial=True):
+            for key, value in gauges.items():
                 total[key] = total.get(key, 0) + value
         return total
 
@@ -268,10 +298,14 @@ class ShardedRedisFrontier:
         return f"Redis, {len(self.shards)} shards, keys {self.shards[0].prefix}*"
 
 
-def open_redis_frontier(clients: list[Redis], crawl_id: str,
+def open_redis_frontier(clients: list[Redis] | list[RedisCluster], crawl_id: str, shards: int | None = None,
                         **options: object) -> RedisFrontier | ShardedRedisFrontier:
     """The frontier on ``clients``: one Redis, or several shards (every worker must list
-    the same ones in the same order; see :func:`crawler.frontier.connection.redis_clients`)."""
+    the same ones in the same order; see :func:`crawler.frontier.connection.redis_clients`),
+    or a Redis Cluster client split over ``shards`` hash tags (None: the crawl's own)."""
     options.setdefault("worker_id", default_worker_id())  # one id on every shard
+    if isinstance(clients[0], RedisCluster):
+        from crawler.frontier.cluster import ClusterFrontier, shard_count  # it builds on this module
+        return ClusterFrontier(clients[0], crawl_id, shard_count(clients[0], crawl_id, shards), **options)
     shards = [RedisFrontier(client, crawl_id, **options) for client in clients]
     return shards[0] if len(shards) == 1 else ShardedRedisFrontier(shards)

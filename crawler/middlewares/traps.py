@@ -4,9 +4,12 @@ soft-404 probe and duplicate-rate demotion (rules in ``crawler.traps``)."""
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from redis import RedisError
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.httpobj import urlparse_cached
@@ -58,6 +61,7 @@ class TrapsMiddleware:
         self.traps = traps
         self.probe = probe
         self.margin = margin
+        self._last_store_error = -math.inf
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> TrapsMiddleware:
@@ -108,14 +112,39 @@ class TrapsMiddleware:
         self.traps.probe_answered(url_host(answer.url), Probe(answer.url, digest, simhash))
 
     def _route(self, obj: Any) -> Iterator[Any]:
-        if isinstance(obj, ProbeAnswer):
-            self._answered(obj)
-            return
-        if isinstance(obj, Page):
-            self._page(obj)
-        elif isinstance(obj, Request) and (probe := self._probe_for(obj)) is not None:
+        probe = None
+        try:
+            if isinstance(obj, ProbeAnswer):
+                self._answered(obj)
+            elif isinstance(obj, Page):
+                self._page(obj)
+            elif isinstance(obj, Request):
+                probe = self._probe_for(obj)
+        except RedisError as error:
+            self.store_unreachable(error)
+        if probe is not None:
             yield probe
-        yield obj
+        if not isinstance(obj, ProbeAnswer):
+            yield obj
+
+    def rewrite(self, url: str) -> str | None:
+        """``Traps.rewrite``, or ``url`` as it is while the shared trap state is unreachable."""
+        try:
+            return self.traps.rewrite(url)
+        except RedisError as error:
+            self.store_unreachable(error)
+            return url
+
+    def store_unreachable(self, error: RedisError) -> None:
+        """The shared trap state did not answer: the page or URL goes on unchecked
+        (``traps/store_errors``), with one WARNING per outage (errors less than a minute
+        apart are one outage)."""
+        self.crawler.stats.inc_value("traps/store_errors")
+        now = time.monotonic()
+        if now - self._last_store_error > 60:
+            logger.warning("Trap state unreachable, pages pass without trap checks until it answers "
+                           "(traps/store_errors counts them): %s", error)
+        self._last_store_error = now
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         async for obj in start:
@@ -149,7 +178,7 @@ class LearnedParamsMiddleware:
         middleware = self.crawler.get_spider_middleware(TrapsMiddleware)
         if middleware is None or request.meta.get("trap_probe"):
             return None
-        url = middleware.traps.rewrite(request.url)
+        url = middleware.rewrite(request.url)
         if url is None:
             raise IgnoreRequest(f"learned parameters: {request.url} was fetched as another spelling")
         return None if url == request.url else request.replace(url=url)

@@ -1,5 +1,10 @@
 -- Shared by every script: KEYS[1] is the crawl prefix P, ARGV[1] the priority levels, ARGV[2] the host budget.
 local P = KEYS[1]
+-- On a Redis Cluster slot being resharded, half the crawl's keys may have moved: two absent keys
+-- make Redis refuse this (MIGRATING or IMPORTING), so the script stops before any write.
+if type(redis.pcall('EXISTS', P .. '~1', P .. '~2')) == 'table' then
+  return redis.error_reply('TRYAGAIN the slot of ' .. P .. ' is being moved')
+end
 local function schedule(host, free_at)
   -- put a host in the ready set if it has queued URLs, is not held, and its group is free;
   -- free_at: its group is known to be free from then (just released), no need to read it
