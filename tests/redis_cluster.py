@@ -95,10 +95,17 @@ class RedisClusterNodes:
             nodes = [f"127.0.0.1:{p}" for p in ports]
             self._redis_cli("create", *nodes, "--cluster-replicas", str(self.replicas))
             self.wait_ok()
+            self._wait(self.replicas_synced)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def replicas_synced(self) -> bool:
+        """Every replica has its master's data (its link is up): a replica that has not
+        synced yet (about 5 s after ``create``) counts its data as too old to fail over."""
+        return all(redis.Redis(port=port).info("replication").get("master_link_status") in (None, "up")
+                   for port in self.processes)
 
     def wait_ok(self) -> None:
         """Until every live node says the cluster is ok and agrees on the masters."""
