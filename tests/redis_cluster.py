@@ -148,13 +148,16 @@ class RedisClusterNodes:
         return port
 
     def wait_agreed(self, port: int, new: int) -> None:
-        """Until ``redis-cli --cluster check`` from ``port`` sees node ``new`` and every
-        node agreeing on the slots."""
+        """Until ``redis-cli --cluster check`` from ``port`` sees node ``new``, every node
+        agreeing on the slots and saying the cluster is ok (a node that has just joined says
+        CLUSTERDOWN to a MIGRATE until it has learnt every slot)."""
         live = [p for p, process in self.processes.items() if process.poll() is None]
 
         def agreed() -> bool:
-            known = [int(redis.Redis(port=p).cluster("info")["cluster_known_nodes"]) for p in live]
-            if set(known) != {len(live)}:
+            infos = [redis.Redis(port=p).cluster("info") for p in live]
+            if {int(i["cluster_known_nodes"]) for i in infos} != {len(live)}:
+                return False
+            if any(i["cluster_state"] != "ok" for i in infos):
                 return False
             check = subprocess.run([self.cli, "--cluster", "check", f"127.0.0.1:{port}"], capture_output=True,
                                    text=True, timeout=30, check=False)
