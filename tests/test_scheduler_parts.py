@@ -14,6 +14,7 @@ from crawler.frontier.codec import FAILED_META, revisit_request
 from crawler.frontier.fetches import FETCH_META, FetchReports
 from crawler.frontier.leases import LeaseBook
 from crawler.frontier.outbox import Outbox, run_steps
+from crawler.frontier.shard_steps import ShardPauses
 from crawler.frontier.upkeep import Counts, PendingCounts
 
 
@@ -195,3 +196,14 @@ def test_a_run_of_adds_goes_as_one_call_and_each_step_hears_its_own_answer():
     assert error is None and all(ok for ok, _ in results)
     assert answers == [[True], [True, False], [True], [True], [True]]
     assert frontier.calls == [("add", 3, False), ("ack_many", 1), ("add", 1, True), ("add", 1, False)]
+
+
+def test_a_failover_that_comes_and_goes_is_said_once(caplog):
+    pauses = ShardPauses(str)
+    with caplog.at_level(logging.INFO, logger="crawler.frontier.shard_steps"):
+        for _ in range(3):  # a master failed over: its shards fail, answer, fail again...
+            pauses.failed([0, 1], RedisConnectionError("refused"))
+            pauses.answered(0)
+            pauses.answered(1)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2 and "unreachable" in warnings[0] and "answers again" in warnings[1]

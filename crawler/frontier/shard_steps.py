@@ -4,6 +4,7 @@ only the hosts of that shard wait while the other shards go on."""
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -21,12 +22,17 @@ class ShardPauses:
     """Which shards failed lately: a shard whose node did not answer is left alone for a
     backoff (0.5 s doubling to 30 s), so only its hosts wait. One WARNING when shards
     start failing and one when all answer again (the other shards of a failed node, which
-    fail in the next calls, are logged at INFO)."""
+    fail in the next calls, are logged at INFO, and so is an outage that starts within
+    ``QUIET`` seconds of the last one's end: a failover comes and goes more than once)."""
+
+    QUIET = 60.0
 
     def __init__(self, describe: Callable[[int], str]) -> None:
         self.describe = describe
         self._down: dict[int, tuple[float, float, float]] = {}  # shard -> (since, backoff, retry at)
         self._outage_since: float | None = None
+        self._outage_said = False  # this outage's start was a WARNING
+        self._last_end = -math.inf
 
     def usable(self, shard: int) -> bool:
         return shard not in self._down or time.monotonic() >= self._down[shard][2]
@@ -35,7 +41,9 @@ class ShardPauses:
         now = time.monotonic()
         new = [shard for shard in shards if shard not in self._down]
         if new:
-            log = logger.info if self._outage_since is not None else logger.warning
+            starts = self._outage_since is None and now - self._last_end > self.QUIET
+            self._outage_said = self._outage_said or starts
+            log = logger.warning if starts else logger.info
             log("Redis Cluster shards %s unreachable (%s): their hosts wait, their steps are kept and "
                 "retried with backoff", ", ".join(self.describe(s) for s in new), error)
             self._outage_since = self._outage_since or now
@@ -50,9 +58,11 @@ class ShardPauses:
             logger.info("Redis Cluster shard %s answers again after %.1f s", self.describe(shard),
                         time.monotonic() - since)
             if not self._down and self._outage_since is not None:
-                logger.warning("Every Redis Cluster shard answers again after %.1f s; kept steps were sent",
-                               time.monotonic() - self._outage_since)
-                self._outage_since = None
+                log = logger.warning if self._outage_said else logger.info
+                log("Every Redis Cluster shard answers again after %.1f s; kept steps were sent",
+                    time.monotonic() - self._outage_since)
+                self._outage_since, self._outage_said = None, False
+                self._last_end = time.monotonic()
 
 
 def _each(value: Any) -> Callable[[tuple], Any]:
