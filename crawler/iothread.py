@@ -79,3 +79,9 @@ class SparedCalls:
 
     def stop(self) -> None:
         self.io.stop()
+
+
+async def spared_or_inline(calls: SparedCalls | None, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``: through ``calls`` off the reactor, or at once where the component has
+    no thread (its state is local: SQLite on local disk or memory, which cannot stall)."""
+    return fn(*args) if calls is None else await calls.call(fn, *args)

@@ -18,7 +18,6 @@ from crawler.store.files import LocalStore, iter_records
 
 STOPPED = 20.0
 GAP = 0.1
-TRAPS = "crawler.middlewares.traps.TrapsMiddleware"
 
 
 def test_a_redis_stopped_for_20_s_stalls_no_download_and_loses_nothing(tmp_path):
@@ -34,9 +33,8 @@ def test_a_redis_stopped_for_20_s_stalls_no_download_and_loses_nothing(tmp_path)
                 POLITENESS_MIN_DELAY=GAP, LOG_LEVEL="DEBUG",
                 LOG_FORMAT="%(created).3f [%(name)s] %(levelname)s: %(message)s",
                 EXTENSIONS=json.dumps({"reactor_lag.ReactorTicks": 0}), REACTOR_LAG_FILE=ticks_file,
-                # The content index and the pushed seeds call Redis too: each page and each second.
-                # The trap rules' store still calls Redis on the reactor: kept out of the way.
-                SPIDER_MIDDLEWARES=json.dumps({TRAPS: None}),
+                # The content index, the trap rules' store and the pushed seeds call Redis too:
+                # each page, each new host and each second.
                 SEEDS_POLL_INTERVAL=1, SCHEDULER_IDLE_BEFORE_CLOSE=1)
             log = tmp_path / "log"
             worker = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
@@ -77,5 +75,6 @@ def test_a_redis_stopped_for_20_s_stalls_no_download_and_loses_nothing(tmp_path)
     assert sum("Redis is back" in line for line in warnings) == 1, warnings
     # Pages answered while it was stopped were taken as originals, said once.
     assert sum("Content index unreachable" in line for line in lines) == 1
+    assert sum("Trap state unreachable" in line for line in lines) == 1
     print(f"reactor: worst tick gap {worst:.2f} s while Redis was stopped {STOPPED:.0f} s; "
           f"responses handled meanwhile: {while_stopped('Crawled (200)')}")

@@ -32,6 +32,20 @@ def test_a_parameter_with_one_text_on_three_values_is_learned_and_removed():
     assert t.rewrite("http://s.test/q?sid=zz") == "http://s.test/q"
     assert t.rewrite("http://other.test/q?sid=zz") == "http://other.test/q?sid=zz"
     assert t.stats["traps/dropped/learned_params"] == 1
+    # a link stripped already (by a worker that read the rule without checking), or
+    # linked without sid, is dropped too when a sid spelling of it was fetched
+    assert t.rewrite("http://s.test/p?id=1") is None
+    assert t.rewrite("http://s.test/q") == "http://s.test/q"
+
+
+def test_a_worker_on_the_reactor_strips_links_with_the_rule_as_last_read():
+    t = traps(refresh=10)
+    assert t.known_learned("s.test") == (frozenset(), False)  # never read: read it elsewhere
+    for sid in ("a", "b", "c"):
+        t.observe(f"http://s.test/p?sid={sid}", "h1")
+    assert t.known_learned("s.test") == ({"sid"}, True)  # read again as it was learned
+    t.clock = lambda: 1e9
+    assert t.known_learned("s.test") == ({"sid"}, False)  # stale: still used, read again
 
 
 def test_a_parameter_that_changes_the_text_is_never_learned():

@@ -16,7 +16,7 @@ from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIn
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
 from crawler.frontier.revisit import UNCHANGED, RevisitState, outcome
-from crawler.iothread import SparedCalls
+from crawler.iothread import SparedCalls, spared_or_inline
 from crawler.items import Page
 from crawler.stages import StageClock
 from crawler.urls.keys import url_host
@@ -106,9 +106,7 @@ class ContentSeenMiddleware:
         if lookup is None:
             return False
         try:
-            if self.calls is None:
-                return self._judge(page, self.index.check_and_add(*lookup))
-            return self._judge(page, await self.calls.call(self.index.check_and_add, *lookup))
+            return self._judge(page, await spared_or_inline(self.calls, self.index.check_and_add, *lookup))
         except RedisError as error:
             return self._unreachable(error)
 

@@ -6,22 +6,26 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from redis import RedisError
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.dedup.fingerprints import content_fingerprints
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
+from crawler.iothread import SparedCalls, spared_or_inline
 from crawler.items import Page, ProbeAnswer
 from crawler.paths import embedded_frontier_path
 from crawler.traps.content import Probe, counts_for_demotion, probe_url
+from crawler.traps.params import strip_params
 from crawler.traps.state import Traps, TrapSettings
 from crawler.traps.store import EmbeddedTrapStore, RedisTrapStore, TrapStore
 from crawler.urls.keys import url_host
@@ -54,14 +58,24 @@ class TrapsMiddleware:
     of the probe URL, links not followed), and demotes a host whose last
     ``TRAP_DUPLICATE_WINDOW`` pages were more than ``TRAP_DUPLICATE_RATE`` duplicates
     (signal ``host_demoted``, ``TRAP_DEMOTED_MARGIN``). Stats: see :class:`Traps`.
+
+    With Redis the rules and their store run in a thread of their own (``calls``), given
+    up after ``REDIS_STALL_SECONDS``: a stalled Redis never holds the reactor, and pages
+    pass unchecked meanwhile. A link is rewritten with the learned parameters as last
+    read (read again in the background once older than ``TRAP_STATE_REFRESH``); whether
+    its rewritten form was fetched already is checked before its download
+    (:class:`LearnedParamsMiddleware`).
     """
 
-    def __init__(self, crawler: Crawler, traps: Traps, probe: bool, margin: int) -> None:
+    def __init__(self, crawler: Crawler, traps: Traps, probe: bool, margin: int,
+                 calls: SparedCalls | None = None) -> None:
         self.crawler = crawler
         self.traps = traps
         self.probe = probe
         self.margin = margin
+        self.calls = calls
         self._last_store_error = -math.inf
+        self._reading: set[str] = set()  # hosts whose learned parameters are being read
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> TrapsMiddleware:
@@ -75,26 +89,35 @@ class TrapsMiddleware:
             min_words=s.getint("SIMHASH_MIN_WORDS", defaults.SIMHASH_MIN_WORDS),
         )
         store = trap_store(crawler)
+        calls = None
+        if uses_redis(s):
+            stall = s.getfloat("REDIS_STALL_SECONDS", defaults.REDIS_STALL_SECONDS)
+            calls = SparedCalls("trap-state-io", stall)
+            crawler.signals.connect(calls.stop, signal=signals.spider_closed)  # before the store closes
         middleware = cls(crawler, Traps(store, crawler.stats, settings),
                          s.getbool("TRAP_SOFT_404_PROBE", defaults.TRAP_SOFT_404_PROBE),
-                         s.getint("TRAP_DEMOTED_MARGIN", defaults.TRAP_DEMOTED_MARGIN))
+                         s.getint("TRAP_DEMOTED_MARGIN", defaults.TRAP_DEMOTED_MARGIN), calls)
         crawler.signals.connect(store.close, signal=signals.spider_closed)
         return middleware
 
-    def _probe_for(self, request: Request) -> Request | None:
+    async def _probe_for(self, request: Request) -> Request | None:
         """The probe of ``request``'s host, if it is the first this crawl sees."""
         parse_probe = getattr(self.crawler.spider, "parse_probe", None)
         if not self.probe or parse_probe is None or request.meta.get("trap_probe"):
             return None
         parts = urlparse_cached(request)
-        if parts.scheme not in ("http", "https") or not self.traps.claim_probe(parts.hostname or ""):
+        host = parts.hostname or ""
+        if parts.scheme not in ("http", "https") or self.traps.probed(host):
+            return None
+        if not await spared_or_inline(self.calls, self.traps.claim_probe, host):
             return None
         return Request(probe_url(f"{parts.scheme}://{parts.netloc}"), callback=parse_probe,
                        priority=PROBE_PRIORITY, meta={"trap_probe": True, "dont_redirect": True})
 
-    def _page(self, page: Page) -> None:
+    def _page(self, page: Page) -> bool:
+        """Apply the rules to ``page``; whether its host is to be (re)demoted."""
         if page.content_sha256 is None:
-            return
+            return False
         words = len(page.text.split())
         probe = self.traps.soft_404(page.url, page.content_sha256, page.simhash or 0, words)
         if probe is not None:
@@ -103,37 +126,56 @@ class TrapsMiddleware:
         elif words:
             self.traps.observe(page.url, page.content_sha256)
         duplicate = counts_for_demotion(page.fetched_url or page.url, page.duplicate_of, page.duplicate_kind)
-        if self.traps.page_seen(page.url, duplicate):
-            self.crawler.signals.send_catch_log(crawler_signals.host_demoted, host=url_host(page.url),
-                                                margin=self.margin)
+        return self.traps.page_seen(page.url, duplicate)
 
     def _answered(self, answer: ProbeAnswer) -> None:
         digest, simhash, _ = content_fingerprints(answer.text)
         self.traps.probe_answered(url_host(answer.url), Probe(answer.url, digest, simhash))
 
-    def _route(self, obj: Any) -> Iterator[Any]:
-        probe = None
+    async def _route(self, obj: Any) -> list[Any]:
+        """What goes on in place of ``obj``: the host's probe first where it is due."""
+        probe, demote = None, False
         try:
             if isinstance(obj, ProbeAnswer):
-                self._answered(obj)
+                await spared_or_inline(self.calls, self._answered, obj)
             elif isinstance(obj, Page):
-                self._page(obj)
+                demote = await spared_or_inline(self.calls, self._page, obj)
             elif isinstance(obj, Request):
-                probe = self._probe_for(obj)
+                probe = await self._probe_for(obj)
         except RedisError as error:
             self.store_unreachable(error)
-        if probe is not None:
-            yield probe
-        if not isinstance(obj, ProbeAnswer):
-            yield obj
+        if demote:
+            self.crawler.signals.send_catch_log(crawler_signals.host_demoted, host=url_host(obj.url),
+                                                margin=self.margin)
+        out = [] if probe is None else [probe]
+        return out if isinstance(obj, ProbeAnswer) else [*out, obj]
 
-    def rewrite(self, url: str) -> str | None:
+    async def rewrite(self, url: str) -> str | None:
         """``Traps.rewrite``, or ``url`` as it is while the shared trap state is unreachable."""
         try:
-            return self.traps.rewrite(url)
+            return await spared_or_inline(self.calls, self.traps.rewrite, url)
         except RedisError as error:
             self.store_unreachable(error)
             return url
+
+    def rewrite_link(self, url: str) -> str | None:
+        """A link without its host's learned parameters, for the spider's parse (sync, on the
+        reactor). With a local store, ``Traps.rewrite`` itself; with Redis, the parameters as
+        last read, with a read in the background when that is stale."""
+        if self.calls is None:
+            return self.traps.rewrite(url)
+        host = url_host(url)
+        learned, fresh = self.traps.known_learned(host)
+        if not fresh and host not in self._reading:
+            self._reading.add(host)
+            read = defer.Deferred.fromCoroutine(self.calls.call(self.traps.host_params, host))
+            read.addErrback(self._read_failed)
+            read.addBoth(lambda _: self._reading.discard(host))
+        return strip_params(url, learned) if learned else url
+
+    def _read_failed(self, failure: Failure) -> None:
+        failure.trap(RedisError)
+        self.store_unreachable(failure.value)
 
     def store_unreachable(self, error: RedisError) -> None:
         """The shared trap state did not answer: the page or URL goes on unchecked
@@ -148,17 +190,14 @@ class TrapsMiddleware:
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         async for obj in start:
-            for out in self._route(obj):
+            for out in await self._route(obj):
                 yield out
 
-    def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
-        for obj in result:
-            yield from self._route(obj)
-
-    async def process_spider_output_async(self, response: Response,
-                                          result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async def process_spider_output(self, response: Response,
+                                    result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        # Async only: Scrapy 2.13+ hands every middleware an async iterable.
         async for obj in result:
-            for out in self._route(obj):
+            for out in await self._route(obj):
                 yield out
 
 
@@ -174,11 +213,11 @@ class LearnedParamsMiddleware:
     def from_crawler(cls, crawler: Crawler) -> LearnedParamsMiddleware:
         return cls(crawler)
 
-    def process_request(self, request: Request, spider: Any = None) -> Request | None:
+    async def process_request(self, request: Request) -> Request | None:
         middleware = self.crawler.get_spider_middleware(TrapsMiddleware)
         if middleware is None or request.meta.get("trap_probe"):
             return None
-        url = middleware.rewrite(request.url)
+        url = await middleware.rewrite(request.url)
         if url is None:
             raise IgnoreRequest(f"learned parameters: {request.url} was fetched as another spelling")
         return None if url == request.url else request.replace(url=url)

@@ -309,7 +309,7 @@ class WebSpider(scrapy.Spider):
             max_url_length=settings.getint("URLLENGTH_LIMIT", defaults.URLLENGTH_LIMIT),
             segment_repeats=settings.getint("TRAP_SEGMENT_REPEATS", defaults.TRAP_SEGMENT_REPEATS),
             cache_size=settings.getint("LINK_CACHE_SIZE", defaults.LINK_CACHE_SIZE),
-            rewrite=traps.rewrite if traps is not None else None,
+            rewrite=traps.rewrite_link if traps is not None else None,
         )
         self.clock = StageClock(self.crawler.stats)
         # <meta name=robots> and X-Robots-Tag, matched by our robots.txt product token.

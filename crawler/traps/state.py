@@ -56,7 +56,7 @@ class Traps:
 
     # ---------------------------------------------------------------- parameters
 
-    def _host_params(self, host: str) -> tuple[frozenset[str], frozenset[str]]:
+    def host_params(self, host: str) -> tuple[frozenset[str], frozenset[str]]:
         """(learned, settled) parameters of ``host``, from the cache while fresh."""
         now = self.clock()
         cached = self._params.get(host)
@@ -65,18 +65,26 @@ class Traps:
             self._params[host] = cached
         return cached[1], cached[2]
 
+    def known_learned(self, host: str) -> tuple[frozenset[str], bool]:
+        """The parameters of ``host`` learned as this worker last read them, and whether
+        that read is still fresh; no store call, so a caller on the reactor never waits."""
+        cached = self._params.get(host)
+        if cached is None:
+            return frozenset(), False
+        return cached[1], cached[0] > self.clock()
+
     def rewrite(self, url: str) -> str | None:
         """Normalised ``url`` without its host's learned parameters; None when that form
-        was already fetched (with some value of a learned parameter)."""
+        was already fetched (with some value of a learned parameter). A ``url`` without
+        any (stripped already, or linked so) is checked against every learned one."""
         host = url_host(url)
-        learned = self._host_params(host)[0]
+        learned = self.host_params(host)[0]
         if not learned:
             return url
         stripped = strip_params(url, learned)
-        if stripped == url:
-            return url
+        names = learned if stripped == url else {v.name for v in variants(url)} & learned
         rest = _key(stripped)
-        if any(v.name in learned and self.store.seen_without(host, v.name, rest) for v in variants(url)):
+        if any(self.store.seen_without(host, name, rest) for name in sorted(names)):
             self.stats.inc_value("traps/dropped/learned_params")
             return None
         return stripped
@@ -87,7 +95,7 @@ class Traps:
         if not self.settings.evidence:
             return
         host = url_host(url)
-        learned, settled = self._host_params(host)
+        learned, settled = self.host_params(host)
         for v in variants(url):
             if v.name in settled:
                 continue
@@ -96,8 +104,10 @@ class Traps:
             found = verdict(texts, self.settings.evidence)
             if found is None:
                 continue
+            settled_here = self.store.settle(host, v.name, found == LEARN)
             self._params.pop(host, None)
-            if not self.store.settle(host, v.name, found == LEARN):
+            self.host_params(host)  # read again now: links parsed next (on the reactor) use it
+            if not settled_here:
                 continue  # another worker settled it first
             if found == LEARN:
                 self.stats.inc_value("traps/params_learned")
@@ -107,6 +117,10 @@ class Traps:
                 self.stats.inc_value("traps/params_relevant")
 
     # ---------------------------------------------------------------- soft-404 probe
+
+    def probed(self, host: str) -> bool:
+        """Whether this worker asked for ``host``'s probe already (no store call)."""
+        return host in self._probed
 
     def claim_probe(self, host: str) -> bool:
         """Whether this worker should fetch ``host``'s probe: once per host per crawl."""
