@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,3 +71,16 @@ def run_crawl(
         command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
     return CrawlResult(done.returncode, done.stdout + done.stderr, LocalStore(tmp_path / "store"))
+
+
+@contextlib.contextmanager
+def reaped(processes: list[subprocess.Popen]) -> Iterator[list[subprocess.Popen]]:
+    """``processes``, each killed on the way out if still running (a test that failed
+    halfway leaves no worker behind)."""
+    try:
+        yield processes
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=10)

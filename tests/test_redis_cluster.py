@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 import redis
+from crawling import reaped
 from redis.crc import key_slot
 from redis_cluster import RedisClusterNodes
 from test_redis_workers import check_politeness, start_workers, wait_for_hits
@@ -95,16 +96,11 @@ def crawl_through(tmp_path, nodes, sites, disturb, **settings):
     (tmp_path / "run").mkdir()
     with TestWeb(sites) as web:
         seeds = [web.url(s.host) for s in sites]
-        workers = start_workers(web, tmp_path / "run", nodes.url, "ab", seeds, **CLUSTER, **settings)
-        try:
+        with reaped(start_workers(web, tmp_path / "run", nodes.url, "ab", seeds, **CLUSTER,
+                                  **settings)) as workers:
             disturb(web)
             for w in workers:
                 assert w.wait(timeout=180) == 0
-        finally:
-            for w in workers:
-                if w.poll() is None:
-                    w.kill()
-                    w.wait(timeout=10)
         expected = web.reachable(seeds)
         in_flight = {s.host: web.max_in_flight(s.host) for s in sites}
     stored = Counter(r["url"] for r in iter_records(LocalStore(tmp_path / "run" / "store")))

@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 import redis
-from crawling import REPO, crawl_command
+from crawling import REPO, crawl_command, reaped
 from redis_server import RedisServer
 from testweb import Site, TestWeb
 
@@ -129,15 +129,9 @@ def test_the_others_take_over_a_killed_workers_urls_within_90_s_with_default_set
     sites = [Site(f"d{i}.test", pages=12) for i in range(8)]
     with TestWeb(sites) as web:
         seeds = [web.url(s.host) for s in sites]
-        workers = start_workers(web, tmp_path, redis_url, "abc", seeds,
-                                POLITENESS_MIN_DELAY=1.0, POLITENESS_DELAY_FACTOR=10.0)
-        try:
+        with reaped(start_workers(web, tmp_path, redis_url, "abc", seeds,
+                                  POLITENESS_MIN_DELAY=1.0, POLITENESS_DELAY_FACTOR=10.0)) as workers:
             took, victim, _ = kill_one_and_wait_for_the_others(web, redis_url, workers)
-        finally:
-            for w in workers:
-                if w.poll() is None:
-                    w.kill()
-                    w.wait(timeout=10)
         expected = web.reachable(seeds)
         in_flight = {s.host: web.max_in_flight(s.host) for s in sites}
     logs = "".join((tmp_path / f"worker-{n}" / "log").read_text() for n in "abc")
