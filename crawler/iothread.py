@@ -65,14 +65,18 @@ class SparedCalls:
         self.stall = stall
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await maybe_deferred_to_future(self.start(fn, *args))
+
+    def start(self, fn: Callable[..., Any], *args: Any) -> defer.Deferred:
+        """``call`` for a caller that does not wait: a Deferred of the result."""
         from twisted.internet import reactor
 
         waited = self.io.waiting_for()
         if waited >= self.stall:
-            raise RedisStalled(f"no answer for {waited:.0f} s")
+            return defer.fail(RedisStalled(f"no answer for {waited:.0f} s"))
         d = self.io.run(fn, *args)
         d.addTimeout(self.stall, reactor, onTimeoutCancel=self._stalled)
-        return await maybe_deferred_to_future(d)
+        return d
 
     def _stalled(self, result: Any, timeout: float) -> Any:
         raise RedisStalled(f"no answer for {timeout:.0f} s")

@@ -13,7 +13,6 @@ from redis import RedisError
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.httpobj import urlparse_cached
-from twisted.internet import defer
 from twisted.python.failure import Failure
 
 from crawler import defaults
@@ -168,7 +167,7 @@ class TrapsMiddleware:
         learned, fresh = self.traps.known_learned(host)
         if not fresh and host not in self._reading:
             self._reading.add(host)
-            read = defer.Deferred.fromCoroutine(self.calls.call(self.traps.host_params, host))
+            read = self.calls.start(self.traps.host_params, host)
             read.addErrback(self._read_failed)
             read.addBoth(lambda _: self._reading.discard(host))
         return strip_params(url, learned) if learned else url
