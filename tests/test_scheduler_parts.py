@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 from redis import ConnectionError as RedisConnectionError
 from scrapy import Request
@@ -207,3 +209,20 @@ def test_a_failover_that_comes_and_goes_is_said_once(caplog):
             pauses.answered(1)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 2 and "unreachable" in warnings[0] and "answers again" in warnings[1]
+
+
+def test_shards_failing_in_threads_at_once_are_said_once(caplog):
+    def slow_describe(shard: int) -> str:  # widens the window between "begun?" and "begun"
+        time.sleep(0.05)
+        return str(shard)
+
+    pauses = ShardPauses(slow_describe)
+    with caplog.at_level(logging.INFO, logger="crawler.frontier.shard_steps"):
+        threads = [threading.Thread(target=pauses.failed, args=([shard], RedisConnectionError("refused")))
+                   for shard in range(6)]  # the cluster's claim threads, one per shard
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=10)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "unreachable" in warnings[0], warnings

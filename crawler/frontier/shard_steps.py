@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -23,7 +24,9 @@ class ShardPauses:
     backoff (0.5 s doubling to 30 s), so only its hosts wait. One WARNING when shards
     start failing and one when all answer again (the other shards of a failed node, which
     fail in the next calls, are logged at INFO, and so is an outage that starts within
-    ``QUIET`` seconds of the last one's end: a failover comes and goes more than once)."""
+    ``QUIET`` seconds of the last one's end: a failover comes and goes more than once).
+    Shards are claimed from in threads of their own at once: steps are taken under a lock,
+    or each would find the outage not begun and say it."""
 
     QUIET = 60.0
 
@@ -33,11 +36,16 @@ class ShardPauses:
         self._outage_since: float | None = None
         self._outage_said = False  # this outage's start was a WARNING
         self._last_end = -math.inf
+        self._lock = threading.Lock()
 
     def usable(self, shard: int) -> bool:
         return shard not in self._down or time.monotonic() >= self._down[shard][2]
 
     def failed(self, shards: list[int], error: Exception) -> None:
+        with self._lock:
+            self._failed(shards, error)
+
+    def _failed(self, shards: list[int], error: Exception) -> None:
         now = time.monotonic()
         new = [shard for shard in shards if shard not in self._down]
         if new:
@@ -53,6 +61,10 @@ class ShardPauses:
             self._down[shard] = (since, backoff, now + backoff)
 
     def answered(self, shard: int) -> None:
+        with self._lock:
+            self._answered(shard)
+
+    def _answered(self, shard: int) -> None:
         if shard in self._down:
             since = self._down.pop(shard)[0]
             logger.info("Redis Cluster shard %s answers again after %.1f s", self.describe(shard),
