@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from redis_server import RedisServer
 from scrapy.settings import Settings
 
 from crawler.frontier.connection import first_redis, redis_clients, uses_redis
+from crawler.frontier.factory import open_frontier
+from crawler.frontier.policy import PriorityLevels
 
 
 def kwargs(client) -> dict:
@@ -34,3 +37,19 @@ def test_redis_host_and_port_are_read_as_scrapy_redis_reads_them():
 def test_a_comma_list_of_urls_gives_one_client_per_shard_in_order():
     clients = redis_clients(Settings({"REDIS_URL": "redis://127.0.0.1:6392/0, redis://127.0.0.1:6393/0"}))
     assert [kwargs(c)["port"] for c in clients] == [6392, 6393]
+
+
+def test_per_ip_politeness_over_shards_says_its_limit_once_at_start(tmp_path, caplog):
+    servers = [RedisServer(tmp_path / name) for name in "ab"]
+    for directory in ("a", "b"):
+        (tmp_path / directory).mkdir()
+    try:
+        urls = ",".join(server.start().url for server in servers)
+        for per_ip, url, said in ((True, urls, 1), (False, urls, 0), (True, servers[0].url, 0)):
+            caplog.clear()
+            settings = Settings({"REDIS_URL": url, "POLITENESS_PER_IP": per_ip})
+            open_frontier(settings, "ip", PriorityLevels()).close()
+            assert sum("POLITENESS_PER_IP with a sharded" in r.getMessage() for r in caplog.records) == said
+    finally:
+        for server in servers:
+            server.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from redis.backoff import NoBackoff
@@ -17,6 +18,8 @@ from crawler.paths import embedded_frontier_path
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
 
 
 def open_frontier(s: BaseSettings, crawl_id: str, levels: PriorityLevels) -> Frontier:
@@ -44,6 +47,10 @@ def open_frontier(s: BaseSettings, crawl_id: str, levels: PriorityLevels) -> Fro
             socket_connect_timeout=s.getfloat("REDIS_CONNECT_TIMEOUT", defaults.REDIS_CONNECT_TIMEOUT),
             retry=Retry(NoBackoff(), 0))
         shards = s.getint("REDIS_SHARDS", defaults.REDIS_SHARDS) if uses_cluster(s) else None
+        if common["hold_new_hosts"] and (shards or len(clients) > 1):
+            logger.warning("POLITENESS_PER_IP with a sharded frontier: hosts that share an address "
+                           "are spaced as one only when they fall on the same shard (a host is on "
+                           "one shard; each host's own politeness holds crawl-wide)")
         return open_redis_frontier(
             clients, crawl_id, shards=shards,
             worker_timeout=s.getfloat("FRONTIER_WORKER_TIMEOUT", defaults.FRONTIER_WORKER_TIMEOUT),
