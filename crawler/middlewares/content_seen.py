@@ -13,7 +13,8 @@ from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.dedup.fingerprints import content_fingerprints
 from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIndex
-from crawler.frontier.connection import first_redis, uses_redis
+from crawler.dedup.split import cluster_content_index
+from crawler.frontier.connection import first_redis, uses_cluster, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
 from crawler.frontier.revisit import UNCHANGED, RevisitState, outcome
 from crawler.iothread import SparedCalls, spared_or_inline
@@ -44,7 +45,8 @@ class ContentSeenMiddleware:
 
     The pages seen are kept in this process (``MemoryContentIndex``), or with
     ``REDIS_URL`` in Redis for all workers of the crawl (``RedisContentIndex``; the
-    first URL where there are several), called from a thread of its own. When Redis
+    first URL where there are several; on a Redis Cluster ``ClusterContentIndex``, split
+    over the frontier's shard tags), called from a thread of its own. When Redis
     cannot be reached, or has not answered for ``REDIS_STALL_SECONDS``, the page is
     taken as an original: it is stored and its links followed, so nothing is lost and
     no page waits on Redis.
@@ -69,8 +71,9 @@ class ContentSeenMiddleware:
         index: ContentIndex | None = None
         calls = None
         if uses_redis(s):
-            index = RedisContentIndex(first_redis(s),
-                                      crawl_id_of(crawler), max_distance)
+            client, crawl_id = first_redis(s), crawl_id_of(crawler)
+            index = (cluster_content_index(client, s, crawl_id, max_distance) if uses_cluster(s)
+                     else RedisContentIndex(client, crawl_id, max_distance))
             calls = SparedCalls("content-index-io", s.getfloat("REDIS_STALL_SECONDS",
                                                                defaults.REDIS_STALL_SECONDS))
         middleware = cls(crawler.stats, max_distance,
