@@ -6,7 +6,6 @@ bytes per URL, pages/s of one worker process, and real crawls on the test web.""
 from __future__ import annotations
 
 import itertools
-import math
 import random
 import subprocess
 import sys
@@ -19,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
 import redis  # noqa: E402
+from common import WebLogRun  # noqa: E402
 from crawling import crawl_command  # noqa: E402
 from redis_frontier import memory_of, redis_cpu, wait_all  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
@@ -148,7 +148,7 @@ def shard_rates(tmp: Path, pairs: int, links: int, batch: int, page_links: int) 
 
 
 @dataclass
-class Crawl:
+class Crawl(WebLogRun):
     records: list[RequestRecord]
     starts: list[float]  # each worker's first request, seconds after the first of all
     timed_out: bool
@@ -157,16 +157,6 @@ class Crawl:
     @property
     def pages(self) -> int:
         return len({(r.host, r.path) for r in self.records if r.status == 200})
-
-    @property
-    def span(self) -> float:
-        if not self.records:
-            return math.nan
-        return max(r.end for r in self.records) - min(r.start for r in self.records)
-
-    @property
-    def rate(self) -> float:
-        return self.pages / self.span if self.span > 0 else math.nan
 
     @property
     def body_bytes(self) -> int:
