@@ -180,6 +180,37 @@ def test_an_unreachable_redis_loses_no_page(tmp_path, caplog):
     assert len([r for r in caplog.records if "Content index unreachable" in r.getMessage()]) == 1
 
 
+class FlakyIndex:
+    """An index that fails or answers, in the order given: a cluster with a master away,
+    where pages whose shards all answer pass now and then."""
+
+    def __init__(self, answers):
+        self.answers = iter(answers)
+
+    def check_and_add(self, *page):
+        answer = next(self.answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def test_an_outage_coming_back_soon_after_the_last_is_said_at_info(caplog):
+    crawler = get_crawler()
+    crawler.stats.open_spider()
+    down = redis.ConnectionError("node away")
+    middleware = ContentSeenMiddleware(crawler.stats, 3, 20, FlakyIndex([down, None, down, down]))
+    text = " ".join(f"word{i}" for i in range(50))
+    with caplog.at_level(logging.INFO):
+        for i in range(4):
+            page = Page(url=f"http://a.test/{i}", status=200, fetched_at=0.0, depth=0, html=b"", text=text)
+            assert middleware.check(page) is False
+    said = [(r.levelname, r.getMessage().split(",")[0]) for r in caplog.records
+            if "Content index" in r.getMessage()]
+    assert said == [("WARNING", "Content index unreachable"), ("INFO", "Content index answers again"),
+                    ("INFO", "Content index unreachable")]
+    assert crawler.stats.get_value("dedup/index_errors") == 3
+
+
 def test_the_middleware_uses_redis_when_the_crawl_does(redis_server, client):
     crawler = get_crawler(settings_dict={"REDIS_URL": redis_server.url, "CRAWL_ID": "mw"})
     middleware = ContentSeenMiddleware.from_crawler(crawler)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +19,7 @@ from crawler.dedup.split import cluster_content_index
 from crawler.frontier.connection import first_redis, uses_cluster, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
 from crawler.frontier.revisit import UNCHANGED, RevisitState, outcome
+from crawler.frontier.shard_steps import ShardPauses
 from crawler.iothread import SparedCalls, spared_or_inline
 from crawler.items import Page
 from crawler.stages import StageClock
@@ -63,6 +66,7 @@ class ContentSeenMiddleware:
         self.index = index if index is not None else MemoryContentIndex(max_distance)
         self.calls = calls  # the index's calls off the reactor (a shared one), or inline
         self._index_down = False
+        self._index_back = -math.inf  # when the last outage ended
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ContentSeenMiddleware:
@@ -127,11 +131,14 @@ class ContentSeenMiddleware:
                 words >= self.min_words)
 
     def _unreachable(self, error: RedisError) -> bool:
-        """The page is taken as an original; said once per outage, not once per page."""
+        """The page is taken as an original; said once per outage, not once per page, and at
+        INFO when the last outage ended within ``ShardPauses.QUIET`` seconds: on a cluster,
+        pages whose shards all answer pass now and then while a master is away."""
         self.stats.inc_value("dedup/index_errors")
         if not self._index_down:
-            logger.warning("Content index unreachable, pages are taken as originals until it "
-                           "answers (dedup/index_errors counts them): %s", error)
+            log = logger.warning if time.monotonic() - self._index_back > ShardPauses.QUIET else logger.info
+            log("Content index unreachable, pages are taken as originals until it "
+                "answers (dedup/index_errors counts them): %s", error)
         self._index_down = True
         return False
 
@@ -139,7 +146,7 @@ class ContentSeenMiddleware:
         """Record the index's answer on ``page``; whether it is a duplicate."""
         if self._index_down:
             logger.info("Content index answers again")
-            self._index_down = False
+            self._index_down, self._index_back = False, time.monotonic()
         if match is None:
             return False
         page.duplicate_of, page.duplicate_kind = match.original, match.kind
