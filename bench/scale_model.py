@@ -8,7 +8,8 @@ fewer, shorter simulations). Everything it starts listens on loopback only.
 1. **Per shard** (one redis-server started on a free loopback port, one ``RedisFrontier``,
    one client): Redis CPU (``INFO cpu``) per claim+fetched+ack step of 1 and of
    ``--batch`` pairs over 1,000 always-due hosts, and per link check (``add``, 90% of the
-   URLs already seen) one a call (what the scheduler sends today) and ``--links`` a call.
+   URLs already seen) one a call (what the scheduler sent before a page's links went in one
+   call) and ``--page-links`` a call.
    A shard is one single-threaded Redis, so its capacity is 1 / its CPU per operation.
    Seen-set bytes per URL: ``MEMORY USAGE`` of the seen keys after the fill. And the
    content check of a page: one Redis's index (``RedisContentIndex``, on the first server
@@ -134,7 +135,8 @@ def options() -> argparse.Namespace:
     add("--page-links", type=int, default=60,
         help="link checks a page sends to the shards (60: the design's 1.4 M/s at 23,000 pages/s)")
     add("--link-batch", action="store_true",
-        help="model one add call per page for all its links (today: one call per link)")
+        help="model one add call per page for all its links, as the scheduler sends them "
+             "(default: one call a link, as it sent them before)")
     add("--concurrency", type=int, default=200, help="CONCURRENT_REQUESTS of each modelled worker")
     add("--rtt", type=float, default=0.0005, help="worker-shard round trip in the grid, seconds")
     add("--sim-seconds", type=float, help="simulated seconds a grid point (default 20; quick 6)")
@@ -160,7 +162,7 @@ def report_shard(args: argparse.Namespace, rates: measure.ShardRates, costs: Sha
     print("## 1. One shard (a RedisFrontier on one local redis-server)\n")
     lines = [("claim+fetched+ack, 1 a step", rates.pairs_small, "pairs"),
              (f"claim+fetched+ack, {args.batch} a step", rates.pairs_large, "pairs"),
-             ("link check (add), 1 a call (today's scheduler)", rates.links_small, "links"),
+             ("link check (add), 1 a call", rates.links_small, "links"),
              (f"link check (add), {args.page_links} a call", rates.links_large, "links"),
              ("content check, one Redis (MGET + check script), a page", rates.content, "pages"),
              ("content check, Redis Cluster index (2 pipelines), a page: all shards", rates.content_split,

@@ -21,8 +21,8 @@ check it on small cases by hand. What it models, as the code does it:
   spends ``1 / page_rate`` seconds on it (the measured pages/s of one worker) and then
   blocks, as the scheduler's Redis calls do, on one call to the host's shard that acks
   the page and makes its link checks (one call per link, as
-  ``FrontierScheduler.enqueue_request`` makes them today, or one per page with
-  ``link_batch``); the shard queues the host's newly discovered pages (a tree: each
+  ``FrontierScheduler.enqueue_request`` made them, or with ``link_batch`` one per page,
+  as it makes them now); the shard queues the host's newly discovered pages (a tree: each
   page discovers up to ``fanout`` more). Then the page's slot is free.
 * **The content check** of a page (``ShardCosts.content``, when not 0), before its ack:
   the Redis Cluster content index is split over every shard by fingerprint, so each
