@@ -59,7 +59,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import redis  # noqa: E402
 import scrapy  # noqa: E402
-from common import fmt_table, machine  # noqa: E402
+from common import WebLogRun, fmt_table, machine  # noqa: E402
 from crawling import crawl_command  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 from scrapy_redis import defaults as sr_defaults  # noqa: E402
@@ -338,7 +338,7 @@ class Bench(scrapy.Spider):
 
 
 @dataclass
-class Run:
+class Run(WebLogRun):
     name: str
     workers: int
     wall: float
@@ -350,18 +350,8 @@ class Run:
     gap: float
 
     @property
-    def span(self) -> float:
-        if not self.records:
-            return math.nan
-        return max(r.end for r in self.records) - min(r.start for r in self.records)
-
-    @property
     def pages(self) -> int:
         return len({(r.host, r.path) for r in self.records} & self.expected)
-
-    @property
-    def pages_per_second(self) -> float:
-        return self.pages / self.span if self.span > 0 else math.nan
 
     def row(self) -> list[str]:
         records, pages, span = self.records, self.pages, self.span
@@ -391,7 +381,7 @@ class Run:
         if bad_exits and not self.timed_out:
             wall += f" (exit {bad_exits})"
         return [self.name, str(self.workers), complete, f"{len(records):,}", f"{span:.1f}",
-                f"{self.pages_per_second:.1f}", f"{in_flight:.1f}", str(duplicates), str(overlaps),
+                f"{self.rate:.1f}", f"{in_flight:.1f}", str(duplicates), str(overlaps),
                 str(short), f"{least:.3f}" if least != math.inf else "-",
                 f"{1000 * self.cpu / max(1, len(records)):.0f}", wall]
 
@@ -539,7 +529,7 @@ def crawls(args: argparse.Namespace, tmp: Path) -> None:
                     [r.row() for r in runs]))
     speedups = []
     for name in ("ours", "scrapy-redis"):
-        rate = {r.workers: r.pages_per_second for r in runs if r.name == name}
+        rate = {r.workers: r.rate for r in runs if r.name == name}
         one = rate.get(args.workers[0])
         if one:
             speedups.append(f"{name} " + ", ".join(f"{w} workers {rate[w] / one:.2f}x"

@@ -6,11 +6,11 @@ bytes per URL, pages/s of one worker process, and real crawls on the test web.""
 from __future__ import annotations
 
 import itertools
-import math
 import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
 import redis  # noqa: E402
+from common import WebLogRun  # noqa: E402
 from crawling import crawl_command  # noqa: E402
 from redis_frontier import memory_of, redis_cpu, wait_all  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
@@ -26,7 +27,9 @@ from scale_sim import ShardCosts  # noqa: E402
 from testweb import RequestRecord, Site, TestWeb  # noqa: E402
 
 from crawler.dedup.index import RedisContentIndex  # noqa: E402
+from crawler.dedup.split import ClusterContentIndex  # noqa: E402
 from crawler.frontier.api import Entry, Fetch  # noqa: E402
+from crawler.frontier.cluster import shard_tags  # noqa: E402
 from crawler.frontier.policy import PolitenessPolicy  # noqa: E402
 from crawler.frontier.redis import RedisFrontier  # noqa: E402
 from crawler.urls.keys import fingerprint  # noqa: E402
@@ -60,7 +63,8 @@ class ShardRates:
     links_large: Line  # add calls of a page's links
     seen_bytes_per_url: float
     rtt: float  # seconds of a PING round trip on loopback
-    content: Line  # content-seen checks (one page each): on the crawl's first server, whatever the shards
+    content: Line  # content checks of one Redis's index (one page each): a REDIS_URL list's first server
+    content_split: Line  # content checks of the Redis Cluster index, all its tags on this one server
 
     def costs(self) -> ShardCosts:
         """Shard CPU per call and per item. A step's fixed part is split evenly over its four
@@ -70,7 +74,8 @@ class ShardRates:
         call = step / CALLS_PER_STEP
         link_call, link_item = fit(self.links_small, self.links_large)
         return ShardCosts(claim_call=call, claim_item=pair / 3, report_call=2 * call, report_item=pair / 3,
-                          ack_call=call, ack_item=pair / 3, link_call=link_call, link_item=link_item)
+                          ack_call=call, ack_item=pair / 3, link_call=link_call, link_item=link_item,
+                          content=self.content_split.cpu / self.content_split.items)
 
 
 def _timed(client: redis.Redis, rounds: int, step: object) -> Line:
@@ -129,26 +134,35 @@ def shard_rates(tmp: Path, pairs: int, links: int, batch: int, page_links: int) 
         links_small = _timed(client, links // 4, lambda: check(1))
         links_large = _timed(client, max(1, links // page_links), lambda: check(page_links))
 
-        index = RedisContentIndex(client, "content")
-        pages = random.Random(0)
-
-        def content() -> int:  # a new page: its SHA-256 and simhash, near copies looked up
-            k = pages.getrandbits(32)
-            index.check_and_add(pages.randbytes(32), pages.getrandbits(64), f"http://h{k % 500}/{k}",
-                                f"h{k % 500}", near=True)
-            return 1
-
-        content_line = _timed(client, max(1, links // 10), content)
+        # A new page a check (SHA-256 and simhash at random, near copies looked up): one Redis's
+        # index (MGET + script), then the cluster's split one (2 pipelines of plain commands),
+        # all of its 16 tags on this server: its CPU a page, whatever the shards it is spread over.
+        checks = max(1, links // 10)
+        content_line = _timed(client, checks, _content_checks(RedisContentIndex(client, "content")))
+        split = ClusterContentIndex(client, shard_tags("split", 16))
+        split_line = _timed(client, checks, _content_checks(split))
     finally:
         server.stop()
-    return ShardRates(small, large, links_small, links_large, seen_bytes, rtt, content_line)
+    return ShardRates(small, large, links_small, links_large, seen_bytes, rtt, content_line, split_line)
+
+
+def _content_checks(index: RedisContentIndex | ClusterContentIndex) -> Callable[[], int]:
+    pages = random.Random(0)
+
+    def check() -> int:
+        k = pages.getrandbits(32)
+        index.check_and_add(pages.randbytes(32), pages.getrandbits(64), f"http://h{k % 500}/{k}",
+                            f"h{k % 500}", near=True)
+        return 1
+
+    return check
 
 
 # --------------------------------------------------------------------------- real crawls
 
 
 @dataclass
-class Crawl:
+class Crawl(WebLogRun):
     records: list[RequestRecord]
     starts: list[float]  # each worker's first request, seconds after the first of all
     timed_out: bool
@@ -157,16 +171,6 @@ class Crawl:
     @property
     def pages(self) -> int:
         return len({(r.host, r.path) for r in self.records if r.status == 200})
-
-    @property
-    def span(self) -> float:
-        if not self.records:
-            return math.nan
-        return max(r.end for r in self.records) - min(r.start for r in self.records)
-
-    @property
-    def rate(self) -> float:
-        return self.pages / self.span if self.span > 0 else math.nan
 
     @property
     def body_bytes(self) -> int:

@@ -8,10 +8,14 @@ fewer, shorter simulations). Everything it starts listens on loopback only.
 1. **Per shard** (one redis-server started on a free loopback port, one ``RedisFrontier``,
    one client): Redis CPU (``INFO cpu``) per claim+fetched+ack step of 1 and of
    ``--batch`` pairs over 1,000 always-due hosts, and per link check (``add``, 90% of the
-   URLs already seen) one a call (what the scheduler sends today) and ``--links`` a call.
+   URLs already seen) one a call (what the scheduler sent before a page's links went in one
+   call) and ``--page-links`` a call.
    A shard is one single-threaded Redis, so its capacity is 1 / its CPU per operation.
    Seen-set bytes per URL: ``MEMORY USAGE`` of the seen keys after the fill. And the
-   content-seen check of a page (``RedisContentIndex``), which runs on the first server.
+   content check of a page: one Redis's index (``RedisContentIndex``, on the first server
+   of a ``REDIS_URL`` list) and the Redis Cluster one (``ClusterContentIndex``, split over
+   the shards by fingerprint: its CPU a page, all its tags on this one server), which the
+   model spreads over the shards.
 2. **Per worker**: one ``scrapy crawl web`` process on the test web (100 hosts x 20 pages, quick 10,
    no latency, no gap, ``CONCURRENT_REQUESTS`` 16) with a local Redis frontier: pages/s
    from the web's log (distinct pages / first request start to last response end) is
@@ -41,6 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import scale_measure as measure  # puts the repo and tests/ on sys.path
+import scale_sim as sim
 from common import fmt_table, machine
 from scale_sim import Result, Setup, ShardCosts, Web, lognormal_latencies, power_law_sizes, simulate
 from testweb import Site
@@ -91,8 +96,10 @@ def grid_centre(args: argparse.Namespace, costs: ShardCosts, page_rate: float) -
     (M/D/1 at 70%: 1.2 x the call), at ``scrapy plan``'s workers = rate / worker rate."""
     busy = 0.7
     done = done_call(costs, args.page_links, args.link_batch)
-    per_page = costs.claim_call + costs.claim_item + costs.report_call + costs.report_item + done
-    thread = 1 / page_rate + args.rtt + done * (1 + busy / (2 * (1 - busy)))
+    steps = costs.claim_call + costs.claim_item + costs.report_call + costs.report_item
+    per_page = steps + done + costs.content
+    queued = 1 + busy / (2 * (1 - busy))
+    thread = 1 / page_rate + (1 + sim.CONTENT_ROUNDS) * args.rtt + (done + costs.content) * queued
     workers = plan(Target(pages=SEED_004.pages, classes=SEED_004.classes, worker_rate=1 / thread)).workers
     return math.ceil(args.target * per_page / busy), workers or 1
 
@@ -128,7 +135,8 @@ def options() -> argparse.Namespace:
     add("--page-links", type=int, default=60,
         help="link checks a page sends to the shards (60: the design's 1.4 M/s at 23,000 pages/s)")
     add("--link-batch", action="store_true",
-        help="model one add call per page for all its links (today: one call per link)")
+        help="model one add call per page for all its links, as the scheduler sends them "
+             "(default: one call a link, as it sent them before)")
     add("--concurrency", type=int, default=200, help="CONCURRENT_REQUESTS of each modelled worker")
     add("--rtt", type=float, default=0.0005, help="worker-shard round trip in the grid, seconds")
     add("--sim-seconds", type=float, help="simulated seconds a grid point (default 20; quick 6)")
@@ -154,9 +162,11 @@ def report_shard(args: argparse.Namespace, rates: measure.ShardRates, costs: Sha
     print("## 1. One shard (a RedisFrontier on one local redis-server)\n")
     lines = [("claim+fetched+ack, 1 a step", rates.pairs_small, "pairs"),
              (f"claim+fetched+ack, {args.batch} a step", rates.pairs_large, "pairs"),
-             ("link check (add), 1 a call (today's scheduler)", rates.links_small, "links"),
+             ("link check (add), 1 a call", rates.links_small, "links"),
              (f"link check (add), {args.page_links} a call", rates.links_large, "links"),
-             ("content seen (MGET + check script), a page", rates.content, "pages")]
+             ("content check, one Redis (MGET + check script), a page", rates.content, "pages"),
+             ("content check, Redis Cluster index (2 pipelines), a page: all shards", rates.content_split,
+              "pages")]
     print(fmt_table(
         ["operation", "measured", "Redis CPU / item", "items/s per shard (1 / CPU)", "one client, items/s"],
         [[name, f"{line.items:,} {unit}", f"{1e6 * line.cpu / line.items:.1f} µs",
@@ -164,7 +174,8 @@ def report_shard(args: argparse.Namespace, rates: measure.ShardRates, costs: Sha
     us = {name: f"{1e6 * getattr(costs, name):.1f}" for name in vars(costs)}
     print(f"\n- fitted shard CPU, µs a call + µs an item: claim {us['claim_call']} + {us['claim_item']}, "
           f"fetched {us['report_call']} + {us['report_item']}, ack {us['ack_call']} + {us['ack_item']}, "
-          f"add {us['link_call']} + {us['link_item']}; loopback round trip (PING) {1e6 * rates.rtt:.0f} µs")
+          f"add {us['link_call']} + {us['link_item']}; content check (split) {us['content']} a page, spread "
+          f"over the shards; loopback round trip (PING) {1e6 * rates.rtt:.0f} µs")
     print(f"- seen set (exact): {rates.seen_bytes_per_url:.1f} bytes/URL "
           f"(`MEMORY USAGE`, {args.links:,} URLs)\n")
 
@@ -222,7 +233,8 @@ def report_grid(args: argparse.Namespace, web: Web, costs: ShardCosts,
     return n, m
 
 
-def report_plan(args: argparse.Namespace, n: int, m: int, rates: measure.ShardRates) -> None:
+def report_plan(args: argparse.Namespace, n: int, m: int, rates: measure.ShardRates,
+                costs: ShardCosts) -> None:
     seen_bytes_per_url = rates.seen_bytes_per_url
     sized = plan(Target(pages=SEED_004.pages, classes=SEED_004.classes, workers=m, dns_ttl=args.dns_ttl))
     stored = args.target * args.stored_kb * 1e3
@@ -240,10 +252,12 @@ def report_plan(args: argparse.Namespace, n: int, m: int, rates: measure.ShardRa
     print(f"- DNS (`scrapy plan --pages 1e10 --change 100%:5 --workers {m} --dns-ttl {args.dns_ttl:g}`): "
           f"{sized.dns_per_worker:,.0f} lookups/s with a cache in each worker, {sized.dns_shared:,.0f}/s "
           "through one cache shared by all")
-    content = rates.content.cpu / rates.content.items
-    print(f"- the crawl's first server (content index, robots.txt cache, seeds: not sharded by host): "
-          f"{args.target:,.0f} content checks/s x {1e6 * content:.0f} µs = "
-          f"{args.target * content:.0%} of one Redis CPU for content checks alone")
+    one = rates.content.cpu / rates.content.items
+    print(f"- content checks, {args.target:,.0f}/s: on Redis Cluster split over the {n} shards, "
+          f"{1e6 * costs.content:.0f} µs a page (part 1) = {args.target * costs.content:.0%} of one Redis "
+          f"CPU in all, {args.target * costs.content / n:.1%} of a shard (in the grid above); with a "
+          f"REDIS_URL list, one Redis's index on its first server: {1e6 * one:.0f} µs a page = "
+          f"{args.target * one:.0%} of that one server")
 
 
 def main() -> None:
@@ -269,7 +283,7 @@ def main() -> None:
     worker = args.worker_rate or cpu.rate
     smallest = report_grid(args, web, costs, worker)
     if smallest:
-        report_plan(args, *smallest, rates)
+        report_plan(args, *smallest, rates, costs)
     print(f"\n({'quick run, ' if args.quick else ''}{time.monotonic() - began:.0f} s in all)")
 
 

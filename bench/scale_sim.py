@@ -21,9 +21,13 @@ check it on small cases by hand. What it models, as the code does it:
   spends ``1 / page_rate`` seconds on it (the measured pages/s of one worker) and then
   blocks, as the scheduler's Redis calls do, on one call to the host's shard that acks
   the page and makes its link checks (one call per link, as
-  ``FrontierScheduler.enqueue_request`` makes them today, or one per page with
-  ``link_batch``); the shard queues the host's newly discovered pages (a tree: each
+  ``FrontierScheduler.enqueue_request`` made them, or with ``link_batch`` one per page,
+  as it makes them now); the shard queues the host's newly discovered pages (a tree: each
   page discovers up to ``fanout`` more). Then the page's slot is free.
+* **The content check** of a page (``ShardCosts.content``, when not 0), before its ack:
+  the Redis Cluster content index is split over every shard by fingerprint, so each
+  check's CPU goes to the shards in turn (the same mean load a shard); the thread waits
+  for it, ``CONTENT_ROUNDS`` round trips and its queue at that shard.
 * **Politeness** is checked apart from the shards' state, as the test web's log is:
   per host, a fetch starting while another is in flight is an overlap, one starting
   sooner than the previous fetch's end plus its gap is a short gap.
@@ -43,8 +47,11 @@ from crawler.frontier.policy import HostTimes, PolitenessPolicy
 HEARTBEAT = 5.0  # seconds: Scrapy's engine asks for requests at least this often
 EPSILON = 1e-9
 
+CONTENT_ROUNDS = 2  # round trips of an original's content check: read, then record (crawler/dedup/split.py)
+
 # Event kinds, in the heap as (time, sequence, kind, a, b, c).
-CLAIM_AT_SHARD, CLAIM_REPLY, FETCH_END, FETCHED_AT_SHARD, CPU_DONE, DONE_AT_SHARD, DONE_REPLY, WAKE = range(8)
+(CLAIM_AT_SHARD, CLAIM_REPLY, FETCH_END, FETCHED_AT_SHARD, CPU_DONE, CONTENT_AT_SHARD, DONE_AT_SHARD,
+ DONE_REPLY, WAKE) = range(9)
 
 
 @dataclass(frozen=True)
@@ -99,7 +106,8 @@ def _normal_quantile(p: float) -> float:
 class ShardCosts:
     """Seconds of a shard's CPU per request: a fixed part per call and a part per item.
     ``claim``: a claim script; ``report``: the fetched step (times read + written, two
-    scripts); ``ack``: an ack script; ``link``: an add (seen-set check) script."""
+    scripts); ``ack``: an ack script; ``link``: an add (seen-set check) script; ``content``:
+    a page's content check, all its rounds (0: not modelled)."""
 
     claim_call: float = 0.0
     claim_item: float = 0.0
@@ -109,6 +117,7 @@ class ShardCosts:
     ack_item: float = 0.0
     link_call: float = 0.0
     link_item: float = 0.0
+    content: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -206,6 +215,8 @@ class Simulation:
         self.thread_busy = [False] * m  # the worker's one thread: a page's CPU work, then its shard call
         self.parsing: list[deque[int]] = [deque() for _ in range(m)]  # pages waiting for the thread
         self.cpu_busy = [0.0] * m
+        self.sent_at = [0.0] * m  # when the thread's page went to the shards (its check, or its ack)
+        self.content_turn = 0  # the shard the next content check goes to
         self.turn = [w % setup.shards for w in range(m)]
         self.round: list[list] = [[0, 0, 0, None] for _ in range(m)]  # asked, got, limit, least wait
         self.log = PolitenessLog(hosts, setup.policy)
@@ -317,10 +328,19 @@ class Simulation:
         h = int(host)
         found = min(self.web.fanout, self.undiscovered[h])
         self.undiscovered[h] -= found
-        self._at(now + self.setup.rtt / 2, DONE_AT_SHARD, h, found, w)
+        self.sent_at[w] = now
+        then = CONTENT_AT_SHARD if self.costs.content else DONE_AT_SHARD
+        self._at(now + self.setup.rtt / 2, then, h, found, w)
 
-    def _done_reply(self, now: float, w: int, sent: float, _: float) -> None:
-        self.cpu_busy[w] += _overlap(sent, now, self.window)  # blocked on the shard
+    def _content_at_shard(self, now: float, h: int, found: float, worker: float) -> None:
+        """The page's content check, at the next shard in turn; then its ack is sent."""
+        self.content_turn = (self.content_turn + 1) % self.setup.shards
+        done = self._serve(self.content_turn, now, self.costs.content)
+        # its reply, its other rounds, and the ack's way to its shard: CONTENT_ROUNDS round trips in all
+        self._at(done + CONTENT_ROUNDS * self.setup.rtt, DONE_AT_SHARD, h, found, worker)
+
+    def _done_reply(self, now: float, w: int, _: float, __: float) -> None:
+        self.cpu_busy[w] += _overlap(self.sent_at[w], now, self.window)  # blocked on the shards
         self.pages_done += 1
         self.free[w] += 1  # the engine is done with the request: its slot is free
         self._parse_next(w, now)
@@ -343,7 +363,7 @@ class Simulation:
         calls = (1 if links else 0) if self.setup.link_batch else links
         cost = costs.ack_call + costs.ack_item + calls * costs.link_call + links * costs.link_item
         done = self._serve(self.shard[h], now, cost)
-        self._at(done + self.setup.rtt / 2, DONE_REPLY, int(worker), now - self.setup.rtt / 2)
+        self._at(done + self.setup.rtt / 2, DONE_REPLY, int(worker))
         if found:
             if not self.pending[h] and not self.in_flight[h]:
                 heapq.heappush(self.ready[self.shard[h]], (self.next_ok[h], h))
@@ -360,7 +380,8 @@ class Simulation:
             self._at(setup.starts[w] if setup.starts else 0.0, WAKE, w, -1.0)
         handlers = {CLAIM_AT_SHARD: self._claim_at_shard, CLAIM_REPLY: self._claim_reply,
                     FETCH_END: self._fetch_end, FETCHED_AT_SHARD: self._fetched_at_shard,
-                    CPU_DONE: self._cpu_done, DONE_AT_SHARD: self._done_at_shard,
+                    CPU_DONE: self._cpu_done, CONTENT_AT_SHARD: self._content_at_shard,
+                    DONE_AT_SHARD: self._done_at_shard,
                     DONE_REPLY: self._done_reply}
         now = 0.0
         events = self.events

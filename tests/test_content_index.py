@@ -1,4 +1,5 @@
-"""The content-seen state: one contract, kept in memory or in a real redis-server."""
+"""The content-seen state: one contract, kept in memory, in a real redis-server, or split
+over the shards of a real 3-master Redis Cluster."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import random
 
 import pytest
 import redis
+from redis_cluster import RedisClusterNodes
 from redis_server import RedisServer
 from scrapy.utils.test import get_crawler
 
 from crawler.dedup.index import Match, MemoryContentIndex, RedisContentIndex
+from crawler.dedup.split import ClusterContentIndex
+from crawler.frontier.cluster import shard_tags
 from crawler.items import Page
 from crawler.middlewares.content_seen import ContentSeenMiddleware
 
@@ -31,14 +35,41 @@ def client(redis_server):
     client.close()
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(scope="module")
+def cluster_nodes(tmp_path_factory):
+    nodes = RedisClusterNodes(tmp_path_factory.mktemp("cluster")).start()
+    yield nodes
+    nodes.stop()
+
+
+@pytest.fixture
+def cluster_client(cluster_nodes):
+    for port in cluster_nodes.masters_ports():
+        redis.Redis(port=port).flushall()
+    client = redis.RedisCluster.from_url(cluster_nodes.url)
+    yield client
+    client.close()
+
+
+@pytest.fixture(params=["memory", "redis", "cluster"])
 def make_index(request):
     """A factory of indexes sharing one state: two workers of one crawl."""
     if request.param == "memory":
         index = MemoryContentIndex(3)
         return lambda: index
+    if request.param == "cluster":
+        client = request.getfixturevalue("cluster_client")
+        return lambda: ClusterContentIndex(client, shard_tags("crawl-a", 16), 3)
     client = request.getfixturevalue("client")
     return lambda: RedisContentIndex(client, "crawl-a", 3)
+
+
+@pytest.fixture(params=["redis", "cluster"])
+def shared_index(request):
+    """An index shared by the workers of a crawl: one Redis's, or split over a cluster."""
+    if request.param == "cluster":
+        return ClusterContentIndex(request.getfixturevalue("cluster_client"), shard_tags("crawl-b", 16), 3)
+    return RedisContentIndex(request.getfixturevalue("client"), "crawl-b", 3)
 
 
 def sha(text: str) -> bytes:
@@ -102,10 +133,11 @@ def test_duplicate_rates_per_host(make_index):
     assert make_index().duplicate_rate("never.test") == 0.0
 
 
-def test_redis_answers_like_the_memory_index_on_random_fingerprints(client):
-    """The Lua scan (32-bit halves, popcount by bit tricks) against NearDupIndex."""
+def test_redis_answers_like_the_memory_index_on_random_fingerprints(shared_index):
+    """The Lua scan (32-bit halves, popcount by bit tricks), or the split index's records
+    and rounds, against NearDupIndex."""
     rng = random.Random(5)
-    memory, shared = MemoryContentIndex(3), RedisContentIndex(client, "crawl-b", 3)
+    memory, shared = MemoryContentIndex(3), shared_index
     originals: list[int] = []
     for i in range(3000):
         if originals and rng.random() < 0.5:
@@ -148,9 +180,41 @@ def test_an_unreachable_redis_loses_no_page(tmp_path, caplog):
     assert len([r for r in caplog.records if "Content index unreachable" in r.getMessage()]) == 1
 
 
+class FlakyIndex:
+    """An index that fails or answers, in the order given: a cluster with a master away,
+    where pages whose shards all answer pass now and then."""
+
+    def __init__(self, answers):
+        self.answers = iter(answers)
+
+    def check_and_add(self, *page):
+        answer = next(self.answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def test_an_outage_coming_back_soon_after_the_last_is_said_at_info(caplog):
+    crawler = get_crawler()
+    crawler.stats.open_spider()
+    down = redis.ConnectionError("node away")
+    middleware = ContentSeenMiddleware(crawler.stats, 3, 20, FlakyIndex([down, None, down, down]))
+    text = " ".join(f"word{i}" for i in range(50))
+    with caplog.at_level(logging.INFO):
+        for i in range(4):
+            page = Page(url=f"http://a.test/{i}", status=200, fetched_at=0.0, depth=0, html=b"", text=text)
+            assert middleware.check(page) is False
+    said = [(r.levelname, r.getMessage().split(",")[0]) for r in caplog.records
+            if "Content index" in r.getMessage()]
+    assert said == [("WARNING", "Content index unreachable"), ("INFO", "Content index answers again"),
+                    ("INFO", "Content index unreachable")]
+    assert crawler.stats.get_value("dedup/index_errors") == 3
+
+
 def test_the_middleware_uses_redis_when_the_crawl_does(redis_server, client):
     crawler = get_crawler(settings_dict={"REDIS_URL": redis_server.url, "CRAWL_ID": "mw"})
     middleware = ContentSeenMiddleware.from_crawler(crawler)
+    middleware.calls.stop()  # its I/O thread, ended by the reactor's shutdown in a crawl
     assert isinstance(middleware.index, RedisContentIndex)
     assert middleware.index.prefix == "crawl:{mw}:content:"
     assert isinstance(ContentSeenMiddleware.from_crawler(get_crawler()).index, MemoryContentIndex)
@@ -167,3 +231,62 @@ def test_many_pages_at_once_answer_like_one_at_a_time(client):
     ]
     assert RedisContentIndex(client, "bulk", 3).check_and_add_many(pages) == [
         None, Match("near", "http://a.test/1"), Match("exact", "http://a.test/1"), None]
+
+
+def cluster_keys(nodes: RedisClusterNodes) -> dict[int, list[bytes]]:
+    return {port: list(redis.Redis(port=port).scan_iter(match="crawl:*")) for port in nodes.masters_ports()}
+
+
+def test_the_split_index_spreads_over_the_masters(cluster_nodes, cluster_client):
+    index = ClusterContentIndex(cluster_client, shard_tags("spread", 16), 3)
+    rng = random.Random(8)
+    pages = [(sha(f"page {i}"), rng.getrandbits(64), f"http://h{i % 5}.test/{i}", f"h{i % 5}.test", True)
+             for i in range(60)]
+    assert index.check_and_add_many(pages) == [None] * 60
+    keys = cluster_keys(cluster_nodes)
+    assert sum(1 for held in keys.values() if held) == 3, keys  # every master holds a part
+    tags = {key.split(b"}")[0] + b"}" for held in keys.values() for key in held}
+    assert len(tags) > 8  # over most of the 16 shard tags, not one
+    for kind in (b"x:", b"n0:", b"n3:"):  # exact entries and band tables alike
+        assert sum(1 for held in keys.values() if any(kind in key for key in held)) >= 2, kind
+
+
+def test_copies_checked_at_once_on_a_cluster_keep_one_exact_and_may_keep_two_near(cluster_client):
+    """What splitting costs: no script sees every table at once. Two copies of one text
+    checked at the same instant still keep one (the SHA's shard decides); two near copies
+    are both kept (at least once), and a later near copy finds one of them."""
+    index = ClusterContentIndex(cluster_client, shard_tags("race", 16), 3)
+    fp = 0x0123_4567_89AB_CDEF
+    at_once = [(sha("same"), 7, "http://a.test/1", "a.test", True),
+               (sha("same"), 7, "http://b.test/1", "b.test", True),
+               (sha("v1"), fp, "http://a.test/2", "a.test", True),
+               (sha("v2"), flip(fp, 3), "http://b.test/2", "b.test", True)]
+    assert index.check_and_add_many(at_once) == [None, Match("exact", "http://a.test/1"), None, None]
+    later = index.check_and_add(sha("v3"), flip(fp, 3, 40), "http://c.test/", "c.test", True)
+    assert later in (Match("near", "http://a.test/2"), Match("near", "http://b.test/2"))
+    assert index.duplicate_rate("b.test") == 0.5
+
+
+def test_a_master_away_lets_pages_pass_as_originals_said_once(tmp_path, caplog):
+    nodes = RedisClusterNodes(tmp_path / "cluster", full_coverage=False).start()
+    try:
+        settings = {"REDIS_URL": nodes.url, "REDIS_CLUSTER": True, "CRAWL_ID": "away"}
+        crawler = get_crawler(settings_dict=settings)
+        crawler.stats.open_spider()
+        middleware = ContentSeenMiddleware.from_crawler(crawler)
+        middleware.calls.stop()  # its I/O thread, ended by the reactor's shutdown in a crawl
+        assert isinstance(middleware.index, ClusterContentIndex)
+        assert middleware.index.prefixes == [f"crawl:{{{tag}}}:content:" for tag in shard_tags("away", 16)]
+        text = " ".join(f"word{i}" for i in range(50))
+        pages = [Page(url=f"http://a.test/{i}", status=200, fetched_at=0.0, depth=0, html=b"", text=text)
+                 for i in range(4)]
+        assert middleware.check(pages[0]) is False
+        assert middleware.check(pages[1]) is True  # an exact copy, found across shards
+        nodes.kill(nodes.master_of(middleware.index._exact_key(bytes.fromhex(pages[0].content_sha256))))
+        with caplog.at_level(logging.INFO):
+            assert middleware.check(pages[2]) is False  # its shard away: taken as an original
+            assert middleware.check(pages[3]) is False
+        assert crawler.stats.get_value("dedup/index_errors") == 2
+        assert len([r for r in caplog.records if "Content index unreachable" in r.getMessage()]) == 1
+    finally:
+        nodes.stop()

@@ -78,6 +78,24 @@ def test_two_workers_crawl_over_three_masters_politely(tmp_path, cluster):
     assert frontier.counters["fetched"] == len(expected) and not frontier.has_pending()
 
 
+def test_workers_share_the_content_index_split_over_the_masters(tmp_path, cluster):
+    sites = [Site("a.test", pages=20, fanout=3), Site("m.test", mirror_of="a.test", pages=20, fanout=3),
+             Site("n.test", mirror_of="a.test", pages=20, fanout=3)]
+    with TestWeb(sites) as web:
+        seeds = [web.url(s.host) for s in sites]
+        for w in start_workers(web, tmp_path, cluster.url, "ab", seeds, **CLUSTER):
+            assert w.wait(timeout=120) == 0
+    records = list(iter_records(LocalStore(tmp_path / "store")))
+    originals = {r["url"]: r for r in records if r["duplicate_of"] is None}
+    # Each text kept once across both workers and every shard; every copy points at its original.
+    assert len(originals) == len({r["content_sha256"] for r in originals.values()}) == 20
+    assert all(originals[r["duplicate_of"]]["content_sha256"] == r["content_sha256"]
+               for r in records if r["duplicate_of"] is not None)
+    holding = [port for port in cluster.masters_ports()
+               if any(redis.Redis(port=port).scan_iter(match="crawl:{shared:*}:content:*"))]
+    assert len(holding) >= 2, holding  # the index is spread, not on the crawl's own tag
+
+
 def both_running(nodes):
     """Until both workers have opened their frontier, their first heartbeat on the last
     shard (a worker starting while a master is down is another story: the scheduler

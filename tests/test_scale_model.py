@@ -117,8 +117,21 @@ def test_costs_are_fitted_from_two_batch_sizes():
     small, large = Line(100, 100, 100 * 12e-6, 1.0), Line(10, 320, 10 * 74e-6, 1.0)
     assert fit(small, large) == pytest.approx((1e-5, 2e-6))
     links_small, links_large = Line(100, 100, 100 * 5e-6, 1.0), Line(10, 600, 10 * 64e-6, 1.0)
-    rates = ShardRates(small, large, links_small, links_large, 14.0, 1e-4, Line(1, 1, 1e-5, 1.0))
+    rates = ShardRates(small, large, links_small, links_large, 14.0, 1e-4, Line(1, 1, 1e-5, 1.0),
+                       Line(100, 100, 100 * 3e-5, 1.0))
     costs = rates.costs()
+    assert costs.content == pytest.approx(3e-5)  # the split index's CPU a page, whatever the shards
     assert costs.claim_call + costs.report_call + costs.ack_call == pytest.approx(1e-5)  # a step's 4 calls
     assert costs.claim_item + costs.report_item + costs.ack_item == pytest.approx(2e-6)
     assert (costs.link_call, costs.link_item) == pytest.approx((4e-6, 1e-6))
+
+
+def test_content_checks_go_to_the_shards_in_turn_and_the_page_waits_for_them():
+    # 3 pages a 1.1 s apart (politeness); each check costs 0.05 s at shard 1, 0, 1 in turn;
+    # the thread spends 1 ms on a page and waits 0.05 s on its check (no round trip time)
+    costs = sim.ShardCosts(content=0.05)
+    result = sim.simulate(uniform_web(1, 3, 0.1), sim.Setup(2, 1, 1, 1000.0, policy=FIXED), costs, 100)
+    assert result.pages_done == 3 and result.violations == 0
+    busy = [u * result.ended for u in result.shard_utilisation]
+    assert busy == pytest.approx([0.05, 0.10])
+    assert result.worker_utilisation * result.ended == pytest.approx(3 * 0.051)

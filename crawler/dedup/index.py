@@ -1,20 +1,22 @@
 """Where the content-seen decision keeps its state: in this process, or in Redis for all workers.
 
-Both backends answer one question atomically, "which earlier page has this text (exactly
-or within the simhash distance), and if none, remember this one as an original", and
-keep per-host page and duplicate counts. The rule itself (which pages are compared how)
-is ``ContentSeenMiddleware``'s; the backends only keep state.
+Every backend answers one question, "which earlier page has this text (exactly or
+within the simhash distance), and if none, remember this one as an original", and keeps
+per-host page and duplicate counts. Which answer that is, given what the state holds,
+is ``judge``'s (pure); the in-process and one-Redis backends answer atomically, the
+Redis Cluster one (``crawler.dedup.split``) shard by shard. Which pages are compared
+how is ``ContentSeenMiddleware``'s.
 """
 
 from __future__ import annotations
 
-import sys
 from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
 from redis import Redis
 
 from crawler.dedup.simhash import NearDupIndex, blocks, nearest
@@ -29,6 +31,28 @@ class Match:
 
     kind: str
     original: str
+
+
+def judge(url: str, exact: str | None, near: str | None) -> tuple[Match | None, bool]:
+    """The rule, given what the index holds for a page at `url`: `exact`, the URL recorded
+    with its text, and `near`, the URL of the nearest simhash within the distance (looked
+    up only when `exact` is None). Returns (the earlier page it duplicates, whether to
+    record it as an original). The page itself is no duplicate of itself: fetched again
+    unchanged it is already recorded; changed a little it is recorded anew."""
+    if exact == url:
+        return None, False
+    if exact is not None:
+        return Match("exact", exact), False
+    if near is not None and near != url:
+        return Match("near", near), False
+    return None, True
+
+
+def packed_fingerprints(data: bytes | None, record: int = 8) -> array:
+    """The big-endian 64-bit simhashes that start each `record`-byte record of `data`,
+    as an ``array('Q')`` for ``nearest``."""
+    values = np.frombuffer(data or b"", ">u8").reshape(-1, record // 8)[:, 0]
+    return array("Q", values.astype(np.uint64).tobytes())
 
 
 class ContentIndex(Protocol):
@@ -52,21 +76,15 @@ class MemoryContentIndex:
 
     def check_and_add(self, sha: bytes, simhash: int, url: str, host: str, near: bool) -> Match | None:
         self.pages[host] += 1
-        original = self.exact.get(sha)
-        if original == url:  # the same page fetched again, unchanged: already indexed
-            return None
-        match = Match("exact", original) if original is not None else None
-        if match is None and near:
-            original = self.near.find(simhash)
-            if original is not None and original != url:
-                match = Match("near", original)
+        exact = self.exact.get(sha)
+        match, record = judge(url, exact, self.near.find(simhash) if near and exact is None else None)
         if match is not None:
             self.duplicates[host] += 1
-            return match
-        self.exact[sha] = url
-        if near:
-            self.near.add(simhash, url)
-        return None
+        if record:
+            self.exact[sha] = url
+            if near:
+                self.near.add(simhash, url)
+        return match
 
     def duplicate_rate(self, host: str) -> float:
         pages = self.pages[host]
@@ -161,13 +179,7 @@ class RedisContentIndex:
 
     def _nearest(self, simhash: int, buckets: list[bytes | None]) -> list[object]:
         """Script arguments for what the caller saw: nearest simhash, its distance, bucket lengths."""
-        arrays = []
-        for data in buckets:
-            values = array("Q", data or b"")
-            if sys.byteorder == "little":
-                values.byteswap()  # stored big-endian
-            arrays.append(values)
-        hit = nearest(simhash, arrays, self.max_distance + 1)
+        hit = nearest(simhash, map(packed_fingerprints, buckets), self.max_distance + 1)
         best = [b"", self.max_distance + 1] if hit is None else [hit[1].to_bytes(8, "big"), hit[0]]
         return [*best, *(len(data or b"") for data in buckets)]
 

@@ -4,7 +4,8 @@ Every shard's keys start with ``crawl:{<crawl id>:<n>}:`` (one hash slot), so a 
 queue, politeness state, leases and its URLs' seen entries sit together on one node and
 every claim, release and ack is one script on one node; the shards' slots are spread
 evenly over the slot space, so each master of a cluster holds about as many shards as
-any other. The crawl's remaining keys (pushed seeds, robots.txt cache, content index,
+any other. The content index is split over the same tags by fingerprint
+(``crawler.dedup.split``). The crawl's remaining keys (pushed seeds, robots.txt cache,
 trap evidence, the shard count) keep the crawl's own tag ``crawl:{<crawl id>}:``.
 """
 

@@ -82,5 +82,6 @@ def redis_clients(settings: BaseSettings, **options: Any) -> list[Redis] | list[
 def first_redis(settings: BaseSettings, **options: Any) -> Redis | RedisCluster:
     """A client of the crawl's first server (or of its cluster): where the crawl-wide state
     that is not sharded by host lives (pushed seeds, the robots.txt cache, the content
-    index), under the crawl's own hash tag."""
+    index), under the crawl's own hash tag; on a cluster, the content index is split over
+    the shard tags instead."""
     return redis_clients(settings, **options)[0]

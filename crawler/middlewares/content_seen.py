@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -13,9 +15,11 @@ from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.dedup.fingerprints import content_fingerprints
 from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIndex
-from crawler.frontier.connection import first_redis, uses_redis
+from crawler.dedup.split import cluster_content_index
+from crawler.frontier.connection import first_redis, uses_cluster, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
 from crawler.frontier.revisit import UNCHANGED, RevisitState, outcome
+from crawler.frontier.shard_steps import ShardPauses
 from crawler.iothread import SparedCalls, spared_or_inline
 from crawler.items import Page
 from crawler.stages import StageClock
@@ -44,7 +48,8 @@ class ContentSeenMiddleware:
 
     The pages seen are kept in this process (``MemoryContentIndex``), or with
     ``REDIS_URL`` in Redis for all workers of the crawl (``RedisContentIndex``; the
-    first URL where there are several), called from a thread of its own. When Redis
+    first URL where there are several; on a Redis Cluster ``ClusterContentIndex``, split
+    over the frontier's shard tags), called from a thread of its own. When Redis
     cannot be reached, or has not answered for ``REDIS_STALL_SECONDS``, the page is
     taken as an original: it is stored and its links followed, so nothing is lost and
     no page waits on Redis.
@@ -61,6 +66,7 @@ class ContentSeenMiddleware:
         self.index = index if index is not None else MemoryContentIndex(max_distance)
         self.calls = calls  # the index's calls off the reactor (a shared one), or inline
         self._index_down = False
+        self._index_back = -math.inf  # when the last outage ended
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ContentSeenMiddleware:
@@ -69,8 +75,9 @@ class ContentSeenMiddleware:
         index: ContentIndex | None = None
         calls = None
         if uses_redis(s):
-            index = RedisContentIndex(first_redis(s),
-                                      crawl_id_of(crawler), max_distance)
+            client, crawl_id = first_redis(s), crawl_id_of(crawler)
+            index = (cluster_content_index(client, s, crawl_id, max_distance) if uses_cluster(s)
+                     else RedisContentIndex(client, crawl_id, max_distance))
             calls = SparedCalls("content-index-io", s.getfloat("REDIS_STALL_SECONDS",
                                                                defaults.REDIS_STALL_SECONDS))
         middleware = cls(crawler.stats, max_distance,
@@ -124,11 +131,14 @@ class ContentSeenMiddleware:
                 words >= self.min_words)
 
     def _unreachable(self, error: RedisError) -> bool:
-        """The page is taken as an original; said once per outage, not once per page."""
+        """The page is taken as an original; said once per outage, not once per page, and at
+        INFO when the last outage ended within ``ShardPauses.QUIET`` seconds: on a cluster,
+        pages whose shards all answer pass now and then while a master is away."""
         self.stats.inc_value("dedup/index_errors")
         if not self._index_down:
-            logger.warning("Content index unreachable, pages are taken as originals until it "
-                           "answers (dedup/index_errors counts them): %s", error)
+            log = logger.warning if time.monotonic() - self._index_back > ShardPauses.QUIET else logger.info
+            log("Content index unreachable, pages are taken as originals until it "
+                "answers (dedup/index_errors counts them): %s", error)
         self._index_down = True
         return False
 
@@ -136,7 +146,7 @@ class ContentSeenMiddleware:
         """Record the index's answer on ``page``; whether it is a duplicate."""
         if self._index_down:
             logger.info("Content index answers again")
-            self._index_down = False
+            self._index_down, self._index_back = False, time.monotonic()
         if match is None:
             return False
         page.duplicate_of, page.duplicate_kind = match.original, match.kind
