@@ -26,11 +26,15 @@ number passed as the hash, judged by the policy's own ``outcome()``).
 ``REVISIT_HOT_SHARE``) and, after ``--evidence`` gaps, the gap chosen from the page's
 evidence at ``--waste-cost`` (defaults ``REVISIT_EVIDENCE``, ``REVISIT_WASTE_COST``).
 With ``--last-modified S`` a share S of
-the pages (seeded) date their versions: a changed fetch carries the Last-Modified of the
-last change (sim seconds as Unix time), which ours' estimator uses; by default none do.
+the pages (seeded) date their versions: the first crawl sees the Last-Modified of the
+version then current (its age from the same Poisson process, at most PAGE_AGE) and a
+changed fetch the Last-Modified of the last change (sim seconds as Unix time), which
+ours' estimator uses; by default none do.
 *ours, rates known* (``--known-rates``): that chooser told each page's true rate.
 *optimal*: Cho and Garcia-Molina's allocation for known rates ("Synchronizing a
-database to improve freshness", SIGMOD 2000), see :func:`optimal_rates`. Every copy
+database to improve freshness", SIGMOD 2000), see :func:`freshness_oracle.allocation`;
+with ``--oracle``, the same told a waste cost, at half the fixed interval's waste
+(:func:`freshness_oracle.frugal`): whether the waste target is reachable at all. Every copy
 is current at t=0 (a first crawl spread over one interval before it), so each policy's
 first revisits spread over its first interval.
 
@@ -60,7 +64,7 @@ import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
 
-from freshness_oracle import allocation, expected  # noqa: E402
+from freshness_oracle import Periodic, allocation, expected, frugal  # noqa: E402
 
 from crawler import defaults  # noqa: E402
 from crawler.frontier.change_rate import Evidence  # noqa: E402
@@ -171,45 +175,6 @@ class Fixed:
         return t + self.interval
 
 
-class Periodic:
-    """Page i every 1/f_i seconds from a seeded random phase (f_i = 0: never revisited)."""
-
-    def __init__(self, web: Web, freqs: np.ndarray) -> None:
-        self.freqs = freqs
-        self.phase = np.random.default_rng(web.seed + 2).uniform(size=len(web)).tolist()
-        self.periods = [1.0 / f if f > 0 else None for f in freqs.tolist()]
-
-    def start(self, i: int) -> float | None:
-        period = self.periods[i]
-        return None if period is None else self.phase[i] * period
-
-    def fetched(self, i: int, t: float, version: int) -> float | None:
-        return t + self.periods[i]
-
-
-def oracle(web: Web, wasted: int, budget: int, bounds: tuple[float, float] | None) -> tuple[float, Result]:
-    """(waste cost, result) of the oracle told every rate from day 0 that wastes at most
-    ``wasted`` fetches: bisection on log(waste cost) for that expected waste, then at most twice
-    more with the target corrected by how far the simulation (which starts with every
-    copy current) is from the expectation."""
-    rates, total = np.array(web.rates), budget / web.horizon
-    target = wasted / web.horizon
-    for _ in range(3):
-        lo, hi = 1.0, 1e9  # seconds of freshness per wasted fetch; waste falls as it grows
-        for _ in range(30):
-            mid = math.sqrt(lo * hi)
-            if expected(rates, allocation(rates, total, mid, bounds))[1] > target:
-                lo = mid
-            else:
-                hi = mid
-        freqs = allocation(rates, total, hi, bounds)
-        result = simulate(web, Periodic(web, freqs))
-        if result.wasted <= wasted:
-            break
-        target *= wasted / result.wasted
-    return hi, result
-
-
 class Adaptive:
     """``RevisitPolicy.visit`` on the intervals ``shape`` (start, min, max) times ``scale``;
     with ``weighted``, importance by depth; with ``hot_share``, the HotShare stretch."""
@@ -300,11 +265,11 @@ def compare(web: Web, budget: int, hot_share: float = defaults.REVISIT_HOT_SHARE
     """Every policy on one web and budget: name -> (Result, note). ``hot_share``,
     ``weighted``, ``shape``, ``waste_cost``, ``evidence`` and ``dated_share`` are ours
     (plain keeps the shipped shape); ``known_rates`` adds :class:`KnownRates` with ours' arguments;
-    ``oracles`` the :func:`oracle` at half the fixed interval's waste, free and within the
-    shipped [min, max] intervals."""
+    ``oracles`` the :func:`~freshness_oracle.frugal` oracle at half the fixed interval's
+    waste, free and within the shipped [min, max] intervals."""
     fixed = Fixed(web, budget)
     fixed_result = simulate(web, fixed)
-    optimal = Periodic(web, allocation(np.array(web.rates), budget / web.horizon))
+    optimal = Periodic(allocation(np.array(web.rates), budget / web.horizon), web.seed + 2)
     plain_scale, plain = calibrated(web, budget, weighted=False, hot_share=None)
     ours_scale, ours = calibrated(web, budget, weighted=weighted, hot_share=hot_share, shape=shape,
                                   waste_cost=waste_cost, evidence=evidence, dated_share=dated_share)
@@ -317,7 +282,8 @@ def compare(web: Web, budget: int, hot_share: float = defaults.REVISIT_HOT_SHARE
         known = {"ours, rates known": (known_result, f"shipped intervals x{known_scale:.3f}")}
     for name, bounds in (("oracle at half fixed's waste", None),
                          ("oracle in [min, max], same", SHIPPED[1:])) if oracles else ():
-        cost, result = oracle(web, fixed_result.wasted // 2, budget, bounds)
+        cost, result = frugal(np.array(web.rates), web.horizon, fixed_result.wasted // 2, budget, bounds,
+                              lambda schedule: simulate(web, schedule), web.seed + 2)
         known[name] = (result, f"known rates, waste cost {cost:,.0f} s")
     return {
         "fixed interval": (fixed_result, f"every {fixed.interval / DAY:.2f} d"),
@@ -348,6 +314,12 @@ def report(results: dict) -> list[str]:
          f"{ours.wasted:,} = {ours.wasted / fixed.wasted:.1%} of {fixed.wasted:,}"),
     ]
     lines += [f"- {'MET' if ok else 'MISSED'}: {what} ({figures})" for what, ok, figures in checks]
+    for name in ("oracle at half fixed's waste", "oracle in [min, max], same"):
+        if name in results:
+            r = results[name][0]
+            both = r.freshness >= max(fixed.freshness, 0.9 * best.freshness)
+            lines.append(f"- bound: {name} {r.freshness:.4f} at {r.wasted / fixed.wasted:.1%} of fixed's "
+                         f"waste: the targets are {'' if both else 'NOT '}reachable with every rate known")
     return lines
 
 

@@ -15,6 +15,7 @@ random phase are optimal for a Poisson page at a given frequency.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -78,3 +79,42 @@ def expected(rates: np.ndarray, freqs: np.ndarray) -> tuple[float, float]:
         fresh = np.where(rates == 0, 1.0, np.where(freqs > 0, -np.expm1(-x) / x, 0.0))
         waste = np.where(freqs > 0, freqs * np.exp(-x), 0.0)
     return float(fresh.mean()), float(waste.sum())
+
+
+class Periodic:
+    """Page i every 1/f_i seconds from a seeded random phase (f_i = 0: never revisited);
+    ``start`` and ``fetched`` as bench/freshness.py's ``simulate`` calls them."""
+
+    def __init__(self, freqs: np.ndarray, seed: int) -> None:
+        self.freqs = freqs
+        self.phase = np.random.default_rng(seed).uniform(size=len(freqs)).tolist()
+        self.periods = [1.0 / f if f > 0 else None for f in freqs.tolist()]
+
+    def start(self, i: int) -> float | None:
+        period = self.periods[i]
+        return None if period is None else self.phase[i] * period
+
+    def fetched(self, i: int, t: float, version: int) -> float | None:
+        return t + self.periods[i]
+
+
+def frugal(rates: np.ndarray, horizon: float, wasted: int, budget: int, bounds: tuple[float, float] | None,
+           run: Callable[[Periodic], object], seed: int = 0) -> tuple[float, object]:
+    """(waste cost, ``run``'s result) of the oracle spending ``budget`` fetches over
+    ``horizon`` seconds that wastes at most ``wasted``: bisection on log(waste cost) for
+    that expected waste, then at most twice more with the target corrected by how far the
+    run (which starts with every copy current) is from the expectation."""
+    total, target = budget / horizon, wasted / horizon
+    for _ in range(3):
+        lo, hi = 1.0, 1e9  # seconds of freshness per wasted fetch; waste falls as it grows
+        for _ in range(30):
+            mid = math.sqrt(lo * hi)
+            if expected(rates, allocation(rates, total, mid, bounds))[1] > target:
+                lo = mid
+            else:
+                hi = mid
+        result = run(Periodic(allocation(rates, total, hi, bounds), seed))
+        if result.wasted <= wasted:
+            break
+        target *= wasted / result.wasted
+    return hi, result
