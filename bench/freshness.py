@@ -26,11 +26,15 @@ number passed as the hash, judged by the policy's own ``outcome()``).
 ``REVISIT_HOT_SHARE``) and, after ``--evidence`` gaps, the gap chosen from the page's
 evidence at ``--waste-cost`` (defaults ``REVISIT_EVIDENCE``, ``REVISIT_WASTE_COST``).
 With ``--last-modified S`` a share S of
-the pages (seeded) date their versions: a changed fetch carries the Last-Modified of the
-last change (sim seconds as Unix time), which ours' estimator uses; by default none do.
+the pages (seeded) date their versions: the first crawl sees the Last-Modified of the
+version then current (its age from the same Poisson process, at most PAGE_AGE) and a
+changed fetch the Last-Modified of the last change (sim seconds as Unix time), which
+ours' estimator uses; by default none do.
 *ours, rates known* (``--known-rates``): that chooser told each page's true rate.
 *optimal*: Cho and Garcia-Molina's allocation for known rates ("Synchronizing a
-database to improve freshness", SIGMOD 2000), see :func:`optimal_rates`. Every copy
+database to improve freshness", SIGMOD 2000), see :func:`freshness_oracle.allocation`;
+with ``--oracle``, the same told a waste cost, at half the fixed interval's waste
+(:func:`freshness_oracle.frugal`): whether the waste target is reachable at all. Every copy
 is current at t=0 (a first crawl spread over one interval before it), so each policy's
 first revisits spread over its first interval.
 
@@ -60,6 +64,8 @@ import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
 
+from freshness_oracle import Periodic, allocation, expected, frugal  # noqa: E402
+
 from crawler import defaults  # noqa: E402
 from crawler.frontier.change_rate import Evidence  # noqa: E402
 from crawler.frontier.revisit import HotShare, RevisitPolicy, importance  # noqa: E402
@@ -70,18 +76,24 @@ BANDS = [(0.23, HOUR, DAY), (0.17, DAY, 7 * DAY), (0.15, 7 * DAY, 30 * DAY),
          (0.15, 30 * DAY, 120 * DAY), (0.15, 120 * DAY, 730 * DAY), (0.15, None, None)]
 DEPTHS = [0.01, 0.04, 0.15, 0.30, 0.30, 0.20]  # share of pages at depth 0..5
 SEED = 20001
+#: Age of the oldest pages at time 0 (Ntoulas et al., "What's new on the web?", WWW 2004:
+#: only 20% of the pages of a crawl are still there a year later).
+PAGE_AGE = 365 * DAY
 SHIPPED = (defaults.REVISIT_INTERVAL, defaults.REVISIT_MIN_INTERVAL, defaults.REVISIT_MAX_INTERVAL)
 
 
 @dataclass
 class Web:
-    """Pages' change rates (per second), depths and change times within [0, horizon]."""
+    """Pages' change rates (per second), depths, change times within [0, horizon] and the
+    age at time 0 of the version then current (seconds since its last change, at most
+    PAGE_AGE: the page's creation)."""
 
     rates: list[float]
     depths: list[int]
     changes: list[list[float]]
     horizon: float
     seed: int
+    ages: list[float] | None = None
 
     def __len__(self) -> int:
         return len(self.rates)
@@ -101,7 +113,9 @@ def make_web(pages: int, days: float, seed: int = SEED) -> Web:
     depths = rng.choice(len(DEPTHS), size=pages, p=DEPTHS)
     counts = rng.poisson(rates * horizon)
     changes = [np.sort(rng.uniform(0.0, horizon, n)).tolist() for n in counts]
-    return Web(rates.tolist(), depths.tolist(), changes, horizon, seed)
+    with np.errstate(divide="ignore"):  # a separate stream: the changes above stay as they were
+        ages = np.random.default_rng(seed + 5).exponential(1.0 / rates)
+    return Web(rates.tolist(), depths.tolist(), changes, horizon, seed, np.minimum(ages, PAGE_AGE).tolist())
 
 
 @dataclass
@@ -161,69 +175,6 @@ class Fixed:
         return t + self.interval
 
 
-def optimal_rates(rates: np.ndarray, total: float) -> np.ndarray:
-    """Revisit frequencies f_i (per second) with sum f_i = ``total`` that maximise the
-    summed freshness sum F(l_i, f_i), F(l, f) = (f/l)(1 - exp(-l/f)) (a page changing
-    at Poisson rate l, fetched every 1/f; Cho and Garcia-Molina, SIGMOD 2000).
-
-    Lagrange: dF/df = mu for every page revisited. With x = l/f,
-    dF/df = (1 - (1 + x) e^-x) / l = g(x) / l, and g rises from 0 to 1, so
-    f_i = l_i / g^-1(mu l_i) where mu l_i < 1, and f_i = 0 where mu l_i >= 1 (a page
-    changing too fast to be worth a fetch) or l_i = 0 (never changes: F = 1 as is).
-    Sum f_i falls as mu grows: bisection on mu (log scale) meets the budget; g^-1 by
-    bisection on x, vectorised."""
-    live = rates > 0
-    lam = rates[live]
-
-    def frequencies(mu: float) -> np.ndarray:
-        target = mu * lam
-        out = np.zeros_like(lam)
-        ok = target < 1.0
-        lo, hi = np.zeros(ok.sum()), np.full(ok.sum(), 60.0)
-        for _ in range(60):  # g^-1 to ~1e-16 relative
-            mid = (lo + hi) / 2
-            low = 1.0 - (1.0 + mid) * np.exp(-mid) < target[ok]
-            lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
-        out[ok] = lam[ok] / ((lo + hi) / 2)
-        return out
-
-    lo_mu, hi_mu = 1e-12 / lam.max(), 1.0 / lam.min()  # sum f huge at lo, 0 at hi
-    for _ in range(100):
-        mid = math.sqrt(lo_mu * hi_mu)
-        if frequencies(mid).sum() > total:
-            lo_mu = mid
-        else:
-            hi_mu = mid
-    f = np.zeros_like(rates)
-    f[live] = frequencies(math.sqrt(lo_mu * hi_mu))
-    return f
-
-
-def expected_freshness(rates: np.ndarray, freqs: np.ndarray) -> float:
-    """Mean F(l_i, f_i) over pages: the optimum's freshness in theory (never-changing
-    pages count as fresh, unvisited changing ones as stale in the long run)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x = rates / freqs
-        value = np.where(rates == 0, 1.0, np.where(freqs > 0, (1 - np.exp(-x)) / x, 0.0))
-    return float(value.mean())
-
-
-class Optimal:
-    """Page i every 1/f_i seconds from a seeded random phase; f from :func:`optimal_rates`."""
-
-    def __init__(self, web: Web, budget: int) -> None:
-        self.freqs = optimal_rates(np.array(web.rates), budget / web.horizon)
-        self.phase = np.random.default_rng(web.seed + 2).uniform(size=len(web)).tolist()
-        self.periods = [1.0 / f if f > 0 else None for f in self.freqs.tolist()]
-
-    def start(self, i: int) -> float | None:
-        period = self.periods[i]
-        return None if period is None else self.phase[i] * period
-
-    def fetched(self, i: int, t: float, version: int) -> float | None:
-        return t + self.periods[i]
-
-
 class Adaptive:
     """``RevisitPolicy.visit`` on the intervals ``shape`` (start, min, max) times ``scale``;
     with ``weighted``, importance by depth; with ``hot_share``, the HotShare stretch."""
@@ -232,7 +183,7 @@ class Adaptive:
                  shape: tuple[float, float, float] = SHIPPED, waste_cost: float = 0.0,
                  evidence: int = 10**9, dated_share: float = 0.0) -> None:
         self.policy = RevisitPolicy(*(seconds * scale for seconds in shape), waste_cost, evidence)
-        self.changes = web.changes
+        self.changes, self.ages = web.changes, web.ages
         self.dated = (np.random.default_rng(web.seed + 4).uniform(size=len(web)) < dated_share).tolist()
         self.weights = [importance(d) if weighted else 1.0 for d in web.depths]
         self.hot = HotShare(hot_share) if hot_share is not None else None
@@ -240,10 +191,16 @@ class Adaptive:
         self.states: list = [None] * len(web)
 
     def start(self, i: int) -> float:
-        p = self.policy
-        first_wait = max(p.min_interval, p.interval / self.weights[i])
-        self.states[i] = p.visit(None, -self.phase[i] * first_wait, 200, "0", None, None, self.weights[i])[1]
-        return self.states[i].next_visit
+        """The first crawl, at a seeded phase of the first wait before time 0; a dated page's
+        Last-Modified there says how old its version is."""
+        def first(at: float) -> float:
+            dated = self.dated[i] and self.ages is not None
+            last_modified = formatdate(at - self.ages[i], usegmt=True) if dated else None
+            self.states[i] = self.policy.visit(None, at, 200, "0", None, last_modified, self.weights[i])[1]
+            return self.states[i].next_visit - at
+
+        at = -self.phase[i] * first(0.0)
+        return at + first(at)
 
     def fetched(self, i: int, t: float, version: int) -> float:
         previous, stretch = self.states[i], 1.0
@@ -304,24 +261,32 @@ def calibrated(web: Web, budget: int, tolerance: float = 0.002, policy: type = A
 def compare(web: Web, budget: int, hot_share: float = defaults.REVISIT_HOT_SHARE, weighted: bool = True,
             shape: tuple[float, float, float] = SHIPPED, waste_cost: float = defaults.REVISIT_WASTE_COST,
             evidence: int = defaults.REVISIT_EVIDENCE, known_rates: bool = False,
-            dated_share: float = 0.0) -> dict:
+            dated_share: float = 0.0, oracles: bool = False) -> dict:
     """Every policy on one web and budget: name -> (Result, note). ``hot_share``,
     ``weighted``, ``shape``, ``waste_cost``, ``evidence`` and ``dated_share`` are ours
-    (plain keeps the shipped shape); ``known_rates`` adds :class:`KnownRates` with ours' arguments."""
+    (plain keeps the shipped shape); ``known_rates`` adds :class:`KnownRates` with ours' arguments;
+    ``oracles`` the :func:`~freshness_oracle.frugal` oracle at half the fixed interval's
+    waste, free and within the shipped [min, max] intervals."""
     fixed = Fixed(web, budget)
-    optimal = Optimal(web, budget)
+    fixed_result = simulate(web, fixed)
+    optimal = Periodic(allocation(np.array(web.rates), budget / web.horizon), web.seed + 2)
     plain_scale, plain = calibrated(web, budget, weighted=False, hot_share=None)
     ours_scale, ours = calibrated(web, budget, weighted=weighted, hot_share=hot_share, shape=shape,
                                   waste_cost=waste_cost, evidence=evidence, dated_share=dated_share)
     days = "/".join(f"{seconds * ours_scale / DAY:.2f}" for seconds in shape)
-    theory = expected_freshness(np.array(web.rates), optimal.freqs)
+    theory = expected(np.array(web.rates), optimal.freqs)[0]
     known = {}
     if known_rates:
         known_scale, known_result = calibrated(web, budget, policy=KnownRates, weighted=weighted,
                                                hot_share=None, shape=shape, waste_cost=waste_cost)
         known = {"ours, rates known": (known_result, f"shipped intervals x{known_scale:.3f}")}
+    for name, bounds in (("oracle at half fixed's waste", None),
+                         ("oracle in [min, max], same", SHIPPED[1:])) if oracles else ():
+        cost, result = frugal(np.array(web.rates), web.horizon, fixed_result.wasted // 2, budget, bounds,
+                              lambda schedule: simulate(web, schedule), web.seed + 2)
+        known[name] = (result, f"known rates, waste cost {cost:,.0f} s")
     return {
-        "fixed interval": (simulate(web, fixed), f"every {fixed.interval / DAY:.2f} d"),
+        "fixed interval": (fixed_result, f"every {fixed.interval / DAY:.2f} d"),
         "plain halve/double": (plain, f"shipped intervals x{plain_scale:.3f}"),
         "ours": (ours, f"start/min/max {days} d, hot share {hot_share:g}"
                        + ("" if weighted else ", no importance")
@@ -349,6 +314,12 @@ def report(results: dict) -> list[str]:
          f"{ours.wasted:,} = {ours.wasted / fixed.wasted:.1%} of {fixed.wasted:,}"),
     ]
     lines += [f"- {'MET' if ok else 'MISSED'}: {what} ({figures})" for what, ok, figures in checks]
+    for name in ("oracle at half fixed's waste", "oracle in [min, max], same"):
+        if name in results:
+            r = results[name][0]
+            both = r.freshness >= max(fixed.freshness, 0.9 * best.freshness)
+            lines.append(f"- bound: {name} {r.freshness:.4f} at {r.wasted / fixed.wasted:.1%} of fixed's "
+                         f"waste: the targets are {'' if both else 'NOT '}reachable with every rate known")
     return lines
 
 
@@ -371,6 +342,8 @@ def main() -> None:
                         help="add ours' gap chooser told each page's true rate: the cost of learning")
     parser.add_argument("--last-modified", type=float, default=0.0, metavar="SHARE",
                         help="share of pages whose Last-Modified dates their changes (default 0)")
+    parser.add_argument("--oracle", action="store_true",
+                        help="add the oracle told every rate from day 0, at half the fixed interval's waste")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--quick", action="store_true", help="3,000 pages: ~25 s")
     args = parser.parse_args()
@@ -383,7 +356,7 @@ def main() -> None:
     shape = tuple(float(days) * DAY for days in args.shape.split(","))
     print("\n".join(report(compare(web, budget, args.hot_share, not args.no_importance, shape,
                                     args.waste_cost, args.evidence, args.known_rates,
-                                    args.last_modified))))
+                                    args.last_modified, args.oracle))))
     print(f"\n({time.perf_counter() - began:.1f} s)")
 
 

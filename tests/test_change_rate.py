@@ -1,6 +1,7 @@
 """The revisit gap chosen from what a page's visits showed: pure functions, no I/O."""
 
 import math
+from email.utils import formatdate
 
 import pytest
 
@@ -76,6 +77,24 @@ def test_after_its_evidence_the_policy_takes_the_interval_from_the_chooser():
     assert (state.changes, state.changed_time, state.unchanged_time) == (1, 7 * DAY, 3.5 * DAY)
     assert state.interval == policy.chooser.gap(Evidence(1, 7 * DAY, 3.5 * DAY))
     assert state.next_visit == 10.5 * DAY + state.interval
+
+
+def test_a_dated_first_fetch_counts_as_evidence_and_places_the_first_wait():
+    """With evidence 1 the chooser sets the first wait from the version's age alone: a year-old
+    version waits the longest gap, a few days old one less; undated, the start interval."""
+    policy = RevisitPolicy(7 * DAY, DAY, 30 * DAY, waste_cost=4.0, evidence=1)
+    now = 400 * DAY
+
+    def first_wait(age):
+        lm = formatdate(now - age, usegmt=True) if age is not None else None
+        state = policy.visit(None, now, 200, "v0", None, lm)[1]
+        return state.next_visit - now
+
+    assert first_wait(None) == 7 * DAY
+    assert first_wait(365 * DAY) == 30 * DAY
+    assert first_wait(4 * DAY) < first_wait(40 * DAY) <= 30 * DAY
+    state = policy.visit(None, now, 200, "v0", None, formatdate(now - 4 * DAY, usegmt=True))[1]
+    assert state.interval == policy.chooser.gap(Evidence(0, 0.0, 0.0, dated=1, age=4 * DAY))
 
 
 def test_bad_costs_and_evidence_are_refused():

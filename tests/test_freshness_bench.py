@@ -9,6 +9,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 import freshness as bench
+import freshness_oracle as oracle
+
+from crawler.frontier.revisit import DATED_SLACK
 
 DAY = bench.DAY
 
@@ -46,10 +49,38 @@ def test_the_optimum_is_freshest_and_freshness_is_a_share(tiny):
 
 def test_the_optimal_rates_meet_the_budget_and_skip_pages_not_worth_a_fetch():
     rates = np.array([0.0, 1e-7, 1e-6, 1e-5, 1e-3])  # never .. every 17 minutes
-    freqs = bench.optimal_rates(rates, total=2e-6)
+    freqs = oracle.allocation(rates, total=2e-6)
     assert freqs.sum() == pytest.approx(2e-6, rel=1e-6)
     assert freqs[0] == 0.0 and freqs[-1] == 0.0  # never changes; changes too fast to keep
-    assert bench.expected_freshness(rates, freqs) > bench.expected_freshness(rates, np.full(5, 2e-6 / 5))
+    assert oracle.expected(rates, freqs)[0] > oracle.expected(rates, np.full(5, 2e-6 / 5))[0]
+
+
+def test_weighting_waste_trades_freshness_for_fewer_wasted_fetches_within_the_bounds():
+    rates = np.array([0.0, 1e-7, 1e-6, 1e-5, 1e-3])
+    free = oracle.allocation(rates, total=2e-6)
+    frugal = oracle.allocation(rates, total=2e-6, waste_cost=1e6)
+    bounded = oracle.allocation(rates, total=2e-6, waste_cost=1e6, bounds=(DAY, 30 * DAY))
+    for freqs in (frugal, bounded):
+        assert freqs.sum() == pytest.approx(2e-6, rel=1e-6)
+    fresh, waste = oracle.expected(rates, free)
+    fresh_frugal, waste_frugal = oracle.expected(rates, frugal)
+    assert waste_frugal < waste and fresh_frugal < fresh
+    assert np.all((bounded >= 1 / (30 * DAY) - 1e-18) & (bounded <= 1 / DAY + 1e-18))
+
+
+def test_the_oracle_wastes_at_most_what_it_is_asked_to_on_the_same_budget(tiny):
+    web, budget, results = tiny
+    allowed = results["fixed interval"][0].wasted // 2
+    def run(bounds):
+        return oracle.frugal(np.array(web.rates), web.horizon, allowed, budget, bounds,
+                             lambda schedule: bench.simulate(web, schedule))[1]
+
+    result = run(None)
+    assert result.wasted <= allowed * 1.02
+    assert result.fetches == pytest.approx(budget, rel=0.05)
+    # a visit at least every 30 days forces waste that no weighting removes on this short web
+    bounded = run(bench.SHIPPED[1:])
+    assert allowed < bounded.wasted < results["fixed interval"][0].wasted
 
 
 def test_told_the_rates_the_chooser_is_fresher_than_while_it_learns_them(tiny):
@@ -65,6 +96,10 @@ def test_dated_pages_hand_the_policy_the_time_of_their_last_change():
     bench.simulate(web, dated), bench.simulate(web, undated)
     assert sum(s.dated_changes for s in dated.states) > 0
     assert sum(s.dated_changes for s in undated.states) == 0
+    # the first crawl's Last-Modified dates the version then current: at most the page's age
+    for state, age in zip(dated.states, web.ages, strict=True):  # none within the slack: dynamic pages
+        assert state.first_age == (pytest.approx(age, abs=1) if age > DATED_SLACK else None)
+    assert all(s.first_age is None for s in undated.states)
     for state in dated.states:  # every change found is dated: a version's age is at most its gap
         assert state.changed_time == 0.0
         assert state.dated_age <= state.dated_changes * web.horizon

@@ -138,7 +138,19 @@ def test_a_dated_change_is_kept_as_its_age_and_an_undated_one_as_its_gap():
     assert seen == (2, 1, 7200.0, 3 * DAY)
 
 
+def test_the_first_fetchs_last_modified_is_kept_as_the_age_of_its_version():
+    now = lastmod_time("2024-06-01T00:00:00Z")
+    state = first(now=now, lm=formatdate(now - 100 * DAY, usegmt=True))
+    assert state.first_age == 100 * DAY
+    _, later = POLICY.visit(state, now + 7 * DAY, 304, None, None, None)
+    assert later.first_age == 100 * DAY  # kept for every later choice of gap
+    assert first(now=now, lm=formatdate(now - 30, usegmt=True)).first_age is None  # the response's time
+    assert first(now=now, lm="last tuesday").first_age is None
+    assert first(now=now).first_age is None
+
+
 def test_a_state_stored_before_dated_changes_existed_still_loads():
-    old = {k: v for k, v in first().as_dict().items() if k not in ("dated_changes", "dated_age")}
+    gone = ("dated_changes", "dated_age", "first_age")
+    old = {k: v for k, v in first().as_dict().items() if k not in gone}
     state = RevisitState.from_dict(old)
-    assert (state.dated_changes, state.dated_age) == (0, 0.0)
+    assert (state.dated_changes, state.dated_age, state.first_age) == (0, 0.0, None)

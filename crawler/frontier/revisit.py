@@ -49,6 +49,9 @@ class RevisitState:
     unchanged_time: float = 0.0
     dated_changes: int = 0
     dated_age: float = 0.0
+    # Seconds from the first fetch's Last-Modified to that fetch, when it dates the version
+    # (the time since a Poisson page's last change is ~ Exp(l) too): evidence from day 0.
+    first_age: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -173,7 +176,10 @@ class RevisitPolicy:
         result = outcome(previous, status, sha)
         weight = max(weight, 1e-9)
         state = RevisitState(self.next_interval(previous, result), sha, etag, last_modified, now, now)
-        if previous is not None:
+        if previous is None:
+            state.first_age = change_age(-math.inf, now, last_modified)
+        else:
+            state.first_age = previous.first_age
             gap = max(0.0, now - previous.fetched_at)
             changed = result == CHANGED
             age = change_age(previous.fetched_at, now, last_modified) if changed else None
@@ -186,9 +192,10 @@ class RevisitPolicy:
                 state.sha = previous.sha
                 state.etag = etag or previous.etag
                 state.last_modified = last_modified or previous.last_modified
-        if state.visits - 1 >= self.evidence:
-            seen = Evidence(state.changes - state.dated_changes, state.changed_time,
-                            state.unchanged_time, state.dated_changes, state.dated_age)
+        first = state.first_age is not None
+        if state.visits - 1 + first >= self.evidence:
+            seen = Evidence(state.changes - state.dated_changes, state.changed_time, state.unchanged_time,
+                            state.dated_changes + first, state.dated_age + (state.first_age or 0.0))
             state.interval = wait = self.chooser.gap(seen, weight)
         else:
             wait = max(self.min_interval, state.interval / weight)
