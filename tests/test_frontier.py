@@ -11,7 +11,8 @@ from redis_server import RedisServer
 
 from crawler.frontier.api import Claim, Entry, Fetch, Revisit, fetch_seconds_counts
 from crawler.frontier.cluster import ClusterFrontier
-from crawler.frontier.embedded import EmbeddedFrontier, read_counts
+from crawler.frontier.embedded import EmbeddedFrontier
+from crawler.frontier.embedded_store import read_counts
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
 from crawler.frontier.redis import RedisFrontier
 from crawler.frontier.sharded import ShardedRedisFrontier, open_redis_frontier

@@ -24,45 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
+from crawler.frontier.api import Claim, Entry, Fetch
+from crawler.frontier.embedded_parked import ParkedUrls
+from crawler.frontier.embedded_store import DONE, LEASED, QUEUED, REVISIT, SCHEMA, signed
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
 
 logger = logging.getLogger(__name__)
-
-QUEUED, LEASED, DONE, WAITING, DEAD, REVISIT = 0, 1, 2, 3, 4, 5
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS hosts (
-    id INTEGER PRIMARY KEY,
-    name TEXT UNIQUE NOT NULL,
-    next_allowed REAL NOT NULL DEFAULT 0,
-    backoff REAL NOT NULL DEFAULT 0,
-    last_gap REAL NOT NULL DEFAULT 0,
-    fetched INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS urls (
-    fp INTEGER PRIMARY KEY,         -- 64-bit URL fingerprint, as a signed integer
-    host_id INTEGER NOT NULL,
-    level INTEGER NOT NULL,
-    state INTEGER NOT NULL,         -- 0 queued, 1 leased, 2 done, 3 waiting to retry, 4 dead,
-                                -- 5 done until its revisit
-    seq INTEGER NOT NULL,           -- arrival order: FIFO within a level
-    request TEXT                    -- JSON; dropped once done (the row stays as "seen")
-);
-CREATE INDEX IF NOT EXISTS urls_queued ON urls (host_id, level, seq) WHERE state = 0;
-CREATE TABLE IF NOT EXISTS waiting (fp INTEGER PRIMARY KEY, due REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS waiting_due ON waiting (due);
-CREATE TABLE IF NOT EXISTS revisits (fp INTEGER PRIMARY KEY, due REAL NOT NULL, fetched_at REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS revisits_due ON revisits (due);
-CREATE TABLE IF NOT EXISTS dead_letters (fp INTEGER PRIMARY KEY, error TEXT NOT NULL, at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS demoted (host_id INTEGER PRIMARY KEY, pages INTEGER NOT NULL);
--- Counters summed over every run (fetched, failed, stored, ...): read by crawlstats and the service.
-CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-"""
-
-
-def _signed(fp: int) -> int:
-    return fp - (1 << 64) if fp >= 1 << 63 else fp
 
 
 @dataclass
@@ -99,7 +66,7 @@ class _Lease:
     fetching: bool = True  # the fetch has not been reported yet
 
 
-class EmbeddedFrontier:
+class EmbeddedFrontier(ParkedUrls):
     """Frontier state for one process, in SQLite at ``path`` (``":memory:"`` for tests).
 
     ``add``/``next``/``fetched``/``ack``/``reap`` keep the contract in DESIGN.md:
@@ -139,7 +106,7 @@ class EmbeddedFrontier:
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=67108864;"
             f" PRAGMA cache_size=-{cache_kib};"
         )
-        self.db.executescript(_SCHEMA)
+        self.db.executescript(SCHEMA)
         self.hold_new_hosts = hold_new_hosts
         self.new_hosts: list[str] = []  # hosts first seen since the caller last emptied this
         self._hosts: dict[str, _Host] = {}
@@ -301,7 +268,7 @@ class EmbeddedFrontier:
                 added.append(False)
                 continue
             self._seq += 1
-            fp = _signed(entry.fp)
+            fp = signed(entry.fp)
             level = self.levels.levels - 1 if host.budget else entry.level
             cur = self.db.execute(
                 "INSERT OR IGNORE INTO urls (fp, host_id, level, state, seq, request) VALUES (?,?,?,?,?,?)",
@@ -343,111 +310,6 @@ class EmbeddedFrontier:
             self._schedule(host)
         return lease
 
-    def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
-        """A leased URL failed: keep it (``request``, with its attempts) and queue it again
-        at ``due``. False if ``token`` is not its lease."""
-        if self._end_lease(fp, token) is None:
-            return False
-        self.db.execute("UPDATE urls SET state = ?, request = ? WHERE fp = ?",
-                        (WAITING, request, _signed(fp)))
-        self.db.execute("INSERT OR REPLACE INTO waiting (fp, due) VALUES (?, ?)", (_signed(fp), due))
-        self.waiting += 1
-        return True
-
-    def due_retries(self, now: float) -> int:
-        """Queue again the URLs whose retry time has come; returns how many."""
-        due = self._queue_parked("waiting", now, -1)
-        self.waiting -= due
-        return due
-
-    def _queue_parked(self, table: str, now: float, limit: int) -> int:
-        """Queue the URLs of ``table`` (waiting, revisits) whose time has come."""
-        rows = self.db.execute(f"SELECT p.fp, u.host_id, u.level FROM {table} p JOIN urls u ON u.fp = p.fp "
-                               "WHERE p.due <= ? ORDER BY p.due LIMIT ?", (now, limit)).fetchall()
-        by_id = {h.id: h for h in self._hosts.values()} if rows else {}
-        for fp, hid, level in rows:
-            self._seq += 1
-            self.db.execute("UPDATE urls SET state = ?, seq = ? WHERE fp = ?", (QUEUED, self._seq, fp))
-            self.db.execute(f"DELETE FROM {table} WHERE fp = ?", (fp,))
-            host = by_id[hid]
-            host.queued[level] += 1
-            self.queued += 1
-            self._schedule(host)
-        return len(rows)
-
-    def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
-        done = []
-        for r in revisits:
-            if self._end_lease(r.fp, r.token) is None:
-                done.append(False)
-                continue
-            fp = _signed(r.fp)
-            self.db.execute("UPDATE urls SET state = ?, request = ? WHERE fp = ?", (REVISIT, r.request, fp))
-            self.revisits += self.db.execute(
-                "INSERT OR REPLACE INTO revisits (fp, due, fetched_at) VALUES (?, ?, ?)",
-                (fp, r.due, r.fetched_at)).rowcount
-            done.append(True)
-        return done
-
-    def due_revisits(self, now: float, limit: int = 10_000) -> int:
-        due = self._queue_parked("revisits", now, limit)
-        self.revisits -= due
-        return due
-
-    def revisit_at(self, fp: int, host: str) -> tuple[float, float] | None:
-        row = self.db.execute("SELECT due, fetched_at FROM revisits WHERE fp = ?", (_signed(fp),)).fetchone()
-        return None if row is None else (row[0], row[1])
-
-    def hasten_revisit(self, fp: int, host: str, due: float) -> bool:
-        return bool(self.db.execute("UPDATE revisits SET due = min(due, ?) WHERE fp = ?",
-                                    (due, _signed(fp))).rowcount)
-
-    def next_revisit(self) -> float | None:
-        return self.db.execute("SELECT min(due) FROM revisits").fetchone()[0]
-
-    def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
-        """A leased URL failed its last try: keep it as a dead letter (``dead_letters``)."""
-        if self._end_lease(fp, token) is None:
-            return False
-        self.db.execute("UPDATE urls SET state = ?, request = ? WHERE fp = ?", (DEAD, request, _signed(fp)))
-        self.db.execute("INSERT OR REPLACE INTO dead_letters (fp, error, at) VALUES (?, ?, ?)",
-                        (_signed(fp), error, now))
-        self.count("dead_letters")
-        return True
-
-    def dead_letters(self) -> list[DeadLetter]:
-        return [DeadLetter(fp % (1 << 64), name, level, request, error, at)
-                for fp, name, level, request, error, at in self.db.execute(
-                    "SELECT d.fp, h.name, u.level, u.request, d.error, d.at FROM dead_letters d "
-                    "JOIN urls u ON u.fp = d.fp JOIN hosts h ON h.id = u.host_id ORDER BY d.at")]
-
-    def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
-        """Queue a dead letter again, as ``request`` (its attempts reset by the caller)."""
-        fp = _signed(letter.fp)
-        if not self.db.execute("DELETE FROM dead_letters WHERE fp = ?", (fp,)).rowcount:
-            return False
-        self._seq += 1
-        self.db.execute("UPDATE urls SET state = ?, seq = ?, request = ? WHERE fp = ?",
-                        (QUEUED, self._seq, request, fp))
-        host = self._host(letter.host)
-        host.queued[letter.level] += 1
-        self.queued += 1
-        self._schedule(host)
-        return True
-
-    def dead_letter_host(self, name: str, error: str, now: float) -> int:
-        host = self._hosts.get(name)
-        if host is None or not any(host.queued):
-            return 0
-        self.db.execute("INSERT OR REPLACE INTO dead_letters (fp, error, at) SELECT fp, ?, ? FROM urls "
-                        "WHERE host_id = ? AND state = ?", (error, now, host.id, QUEUED))
-        dead = self.db.execute("UPDATE urls SET state = ? WHERE host_id = ? AND state = ?",
-                               (DEAD, host.id, QUEUED)).rowcount
-        self.queued -= sum(host.queued)
-        host.queued = [0] * len(host.queued)
-        self.count("dead_letters", dead)
-        return dead
-
     def host_queued(self, name: str) -> int:
         host = self._hosts.get(name)
         return sum(host.queued) if host else 0
@@ -463,11 +325,11 @@ class EmbeddedFrontier:
         lease = self._held(fp, token)
         if lease is None:
             return False
-        row = self.db.execute("SELECT level FROM urls WHERE fp = ?", (_signed(fp),)).fetchone()
+        row = self.db.execute("SELECT level FROM urls WHERE fp = ?", (signed(fp),)).fetchone()
         self._seq += 1
         self.db.execute(
             "UPDATE urls SET state = ?, seq = ?, request = ? WHERE fp = ?",
-            (QUEUED, self._seq, request, _signed(fp)),
+            (QUEUED, self._seq, request, signed(fp)),
         )
         self._hosts[lease.host].queued[row[0]] += 1
         self.queued += 1
@@ -557,7 +419,7 @@ class EmbeddedFrontier:
         """The URL is done (its page stored, or nothing to store): its lease ends for good."""
         if self._end_lease(fp, token) is None:
             return False
-        self.db.execute("UPDATE urls SET state = ?, request = NULL WHERE fp = ?", (DONE, _signed(fp)))
+        self.db.execute("UPDATE urls SET state = ?, request = NULL WHERE fp = ?", (DONE, signed(fp)))
         return True
 
     def renew(self, fp: int, token: int, expires: float) -> None:
@@ -570,7 +432,7 @@ class EmbeddedFrontier:
         """Queue again the URLs whose lease expired unacked; returns how many."""
         expired = [(fp, lease) for fp, lease in self._leases.items() if lease.expires <= now]
         for fp, lease in expired:
-            row = self.db.execute("SELECT request FROM urls WHERE fp = ?", (_signed(fp),)).fetchone()
+            row = self.db.execute("SELECT request FROM urls WHERE fp = ?", (signed(fp),)).fetchone()
             self.requeue(fp, lease.token, row[0])
         if expired:
             self.count("leases/expired", len(expired))
@@ -628,42 +490,3 @@ class EmbeddedFrontier:
             self._lock.close()  # releases the lock
 
 
-
-def read_counts(path: str | Path) -> dict[str, int]:
-    """Counts of an embedded frontier's state file, read-only, while its crawl runs or
-    after: URLs seen, queued, leased (in flight, or left by a run that died) and done,
-    and hosts known and with URLs queued; and the counters summed over its runs
-    (fetched, failed, stored, dropped/*, fetch_seconds/*) as of the last commit."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        counters = dict(db.execute("SELECT name, value FROM counters").fetchall()) if db.execute(
-            "SELECT 1 FROM sqlite_master WHERE name = 'counters'").fetchone() else {}
-        by_state = dict(db.execute("SELECT state, count(*) FROM urls GROUP BY state").fetchall())
-        hosts = db.execute("SELECT count(*) FROM hosts").fetchone()[0]
-        active = db.execute("SELECT count(DISTINCT host_id) FROM urls WHERE state = ?",
-                            (QUEUED,)).fetchone()[0]
-    finally:
-        db.close()
-    return {
-        **counters,
-        "seen": sum(by_state.values()),
-        "queued": by_state.get(QUEUED, 0),
-        "leased": by_state.get(LEASED, 0),
-        "done": by_state.get(DONE, 0) + by_state.get(REVISIT, 0),
-        "revisits": by_state.get(REVISIT, 0),
-        "waiting": by_state.get(WAITING, 0),
-        "dead_letters": by_state.get(DEAD, 0),
-        "hosts": hosts,
-        "hosts/active": active,
-    }
-
-
-def read_host_queues(path: str | Path, limit: int) -> list[tuple[str, int]]:
-    """The ``limit`` hosts with the most URLs queued, with how many, read-only."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return db.execute("SELECT h.name, count(*) AS n FROM urls u JOIN hosts h ON h.id = u.host_id "
-                          "WHERE u.state = ? GROUP BY u.host_id ORDER BY n DESC, h.name LIMIT ?",
-                          (QUEUED, limit)).fetchall()
-    finally:
-        db.close()
