@@ -2,8 +2,8 @@
 
 Queued URLs live on disk (SQLite, stdlib: transactions, an index per host and a
 bounded page cache, which a hand-written log would have to reinvent), so a frontier
-of millions of URLs costs disk, not RAM. In memory: one small record per host and a
-heap of hosts keyed by earliest-allowed time.
+of millions of URLs costs disk, not RAM. In memory: one small record per host and,
+per priority level, a heap of hosts keyed by earliest-allowed time (``embedded_hosts``).
 
 Crash safety: all writes go through one connection and are committed every
 ``commit_interval`` seconds, in order. A kill -9 loses at most the last interval,
@@ -15,55 +15,20 @@ found again. URLs leased by a dead run are queued again when the crawl reopens.
 from __future__ import annotations
 
 import fcntl
-import heapq
 import itertools
 import logging
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from crawler.frontier.api import Claim, Entry, Fetch
+from crawler.frontier.embedded_hosts import Group, Host, Lease, ReadyHosts
 from crawler.frontier.embedded_parked import ParkedUrls
 from crawler.frontier.embedded_store import DONE, LEASED, QUEUED, REVISIT, SCHEMA, signed
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class _Group:
-    """A politeness key: one host, or every host on one IP address. At most one
-    fetch in flight per group, and the policy's gap between its fetches."""
-
-    key: str
-    times: HostTimes
-    next_allowed: float = 0.0
-    busy: int = 0  # fetches in flight: one, or more only where keys merged mid-fetch
-    members: set[str] = field(default_factory=set)
-
-
-@dataclass
-class _Host:
-    id: int
-    name: str
-    group: _Group
-    fetched: int = 0
-    queued: list[int] = field(default_factory=list)  # per level
-    credit: list[int] = field(default_factory=list)  # weighted round robin state
-    held: bool = False  # not to be fetched yet (its politeness key is not known)
-    in_heap: bool = False
-    budget: HostBudget | None = None  # its own, once demoted
-    unanswered: int = 0  # its fetches in a row that got no answer
-
-
-@dataclass
-class _Lease:
-    host: str
-    token: int
-    expires: float
-    fetching: bool = True  # the fetch has not been reported yet
 
 
 class EmbeddedFrontier(ParkedUrls):
@@ -109,10 +74,11 @@ class EmbeddedFrontier(ParkedUrls):
         self.db.executescript(SCHEMA)
         self.hold_new_hosts = hold_new_hosts
         self.new_hosts: list[str] = []  # hosts first seen since the caller last emptied this
-        self._hosts: dict[str, _Host] = {}
-        self._groups: dict[str, _Group] = {}
-        self._heap: list[tuple[float, str]] = []
-        self._leases: dict[int, _Lease] = {}
+        self._hosts: dict[str, Host] = {}
+        self._groups: dict[str, Group] = {}
+        self._ready = ReadyHosts(self.levels.levels, self._hosts)
+        self._cursor = 0  # this frontier's position in the level cycle (PriorityLevels.host_level)
+        self._leases: dict[int, Lease] = {}
         self._tokens = itertools.count(1)
         self.queued = 0
         self.counters: dict[str, int] = {}  # this run's
@@ -137,6 +103,7 @@ class EmbeddedFrontier(ParkedUrls):
         ):
             host = self._new_host(hid, name, HostTimes(backoff=backoff, last_gap=last_gap))
             host.group.next_allowed, host.fetched = next_allowed, fetched
+            host.left = self.budget.left(fetched)
         names = {h.id: h for h in self._hosts.values()}
         for hid, level, count in self.db.execute(
             "SELECT host_id, level, count(*) FROM urls WHERE state = 0 GROUP BY host_id, level"
@@ -145,41 +112,43 @@ class EmbeddedFrontier(ParkedUrls):
             host.queued[level] += count
             self.queued += count
         for hid, pages in self.db.execute("SELECT host_id, pages FROM demoted"):
-            names[hid].budget = HostBudget(pages)
+            host = names[hid]
+            host.left, host.pinned = HostBudget(pages).left(host.fetched), True
         for host in self._hosts.values():
             self._schedule(host)
         self.db.commit()
 
-    def _new_host(self, hid: int, name: str, times: HostTimes) -> _Host:
+    def _new_host(self, hid: int, name: str, times: HostTimes) -> Host:
         n = self.levels.levels
         group = self._groups.get(name)  # an IP literal may join its address's group
         if group is None:
-            group = self._groups[name] = _Group(name, times)
+            group = self._groups[name] = Group(name, times)
         group.members.add(name)
-        host = _Host(hid, name, group, queued=[0] * n, credit=[0] * n, held=self.hold_new_hosts)
+        host = Host(hid, name, group, queued=[0] * n, held=self.hold_new_hosts, left=self.budget.left(0))
         self._hosts[name] = host
         if self.hold_new_hosts:
             self.new_hosts.append(name)
         return host
 
-    def _host(self, name: str) -> _Host:
+    def _host(self, name: str) -> Host:
         host = self._hosts.get(name)
         if host is None:
             cur = self.db.execute("INSERT INTO hosts (name) VALUES (?)", (name,))
             host = self._new_host(cur.lastrowid, name, HostTimes())
         return host
 
-    def _schedule(self, host: _Host) -> None:
-        """Put ``host`` in the heap if it can be fetched from, at its group's allowed time."""
-        if host.held or host.group.busy or host.in_heap or not any(host.queued):
+    def _schedule(self, host: Host) -> None:
+        """Put ``host`` in the ready heap of its best queued URL's level if it can be fetched
+        from, at its group's allowed time (moved, if its best level changed)."""
+        level = host.best_level
+        if host.held or host.group.busy or level is None or (host.in_heap and host.heap_level == level):
             return
         if self._exhausted(host):
             self._drop_queued(host)
             return
-        host.in_heap = True
-        heapq.heappush(self._heap, (host.group.next_allowed, host.name))
+        self._ready.push(host, host.group.next_allowed, level)
 
-    def _release(self, group: _Group) -> None:
+    def _release(self, group: Group) -> None:
         """The group's fetch is over: its hosts may be scheduled again."""
         group.busy = max(0, group.busy - 1)
         if group.busy:
@@ -197,7 +166,7 @@ class EmbeddedFrontier(ParkedUrls):
         if old.key != key and old.key == name:
             group = self._groups.get(key)
             if group is None:
-                group = self._groups[key] = _Group(key, old.times, old.next_allowed)
+                group = self._groups[key] = Group(key, old.times, old.next_allowed)
             old.members.discard(name)
             group.members.add(name)
             host.group = group
@@ -205,10 +174,11 @@ class EmbeddedFrontier(ParkedUrls):
         host.held = False
         self._schedule(host)
 
-    def _exhausted(self, host: _Host) -> bool:
-        return (host.budget or self.budget).exhausted(host.fetched)
+    @staticmethod
+    def _exhausted(host: Host) -> bool:
+        return host.left == 0
 
-    def _drop_queued(self, host: _Host) -> None:
+    def _drop_queued(self, host: Host) -> None:
         """A host over its page budget: its queued URLs are dropped (kept as seen)."""
         dropped = self.db.execute(
             "UPDATE urls SET state = ?, request = NULL WHERE host_id = ? AND state = ?",
@@ -217,8 +187,8 @@ class EmbeddedFrontier(ParkedUrls):
         self.queued -= sum(host.queued)
         host.queued = [0] * len(host.queued)
         self.count("dropped/budget", dropped)
-        logger.info("Host %s reached its budget of %d pages: %d URLs dropped", host.name,
-                    (host.budget or self.budget).pages, dropped)
+        logger.info("Host %s reached its page budget after %d fetches: %d URLs dropped", host.name,
+                    host.fetched, dropped)
 
     def defer(self, name: str, until: float) -> bool:
         """Fetch nothing from host ``name``'s politeness key before ``until``."""
@@ -236,14 +206,15 @@ class EmbeddedFrontier(ParkedUrls):
         """Host ``name``'s queued URLs go to the lowest level (later ones too), and its
         budget becomes its fetches so far plus ``margin``; returns how many URLs moved."""
         host = self._host(name)
-        host.budget = self.budget.demoted(host.fetched, margin)
-        self.db.execute("INSERT OR REPLACE INTO demoted VALUES (?, ?)", (host.id, host.budget.pages))
-        top = len(host.queued) - 1
+        host.left, host.pinned = self.budget.demoted_left(host.left, margin), True
+        self.db.execute("INSERT OR REPLACE INTO demoted VALUES (?, ?)", (host.id, host.fetched + host.left))
+        top = self.levels.lowest
         moved = self.db.execute("UPDATE urls SET level = ? WHERE host_id = ? AND state = ? AND level < ?",
                                 (top, host.id, QUEUED, top)).rowcount
         host.queued = [0] * top + [sum(host.queued)]
         if self._exhausted(host):
             self._drop_queued(host)
+        self._schedule(host)  # into the lowest level's heap
         return moved
 
     def count(self, key: str, n: int = 1) -> None:
@@ -269,7 +240,7 @@ class EmbeddedFrontier(ParkedUrls):
                 continue
             self._seq += 1
             fp = signed(entry.fp)
-            level = self.levels.levels - 1 if host.budget else entry.level
+            level = self.levels.lowest if host.pinned else entry.level
             cur = self.db.execute(
                 "INSERT OR IGNORE INTO urls (fp, host_id, level, state, seq, request) VALUES (?,?,?,?,?,?)",
                 (fp, host.id, level, QUEUED, self._seq, entry.request),
@@ -292,12 +263,12 @@ class EmbeddedFrontier(ParkedUrls):
             added.append(True)
         return added
 
-    def _held(self, fp: int, token: int) -> _Lease | None:
+    def _held(self, fp: int, token: int) -> Lease | None:
         """The lease of ``fp``, if ``token`` holds it."""
         lease = self._leases.get(fp)
         return lease if lease is not None and lease.token == token else None
 
-    def _end_lease(self, fp: int, token: int) -> _Lease | None:
+    def _end_lease(self, fp: int, token: int) -> Lease | None:
         """The lease of ``fp`` if ``token`` holds it, ended: its host is free again."""
         lease = self._held(fp, token)
         if lease is None:
@@ -337,23 +308,24 @@ class EmbeddedFrontier(ParkedUrls):
         return True
 
     def next(self, now: float) -> Claim | float | None:
-        """Lease a URL from the host that has been allowed longest; else the seconds
-        until one is allowed; else None (nothing queued, or every host busy)."""
-        heap = self._heap
-        while heap:
-            allowed, name = heap[0]
-            host = self._hosts[name]
-            if allowed > now:
-                return allowed - now
-            heapq.heappop(heap)
-            host.in_heap = False
+        """Lease a URL from a due host, the level chosen by the policy (``host_level``), the
+        earliest allowed of that level first; else the seconds until one is allowed; else
+        None (nothing queued, or every host busy)."""
+        levels = range(self.levels.levels)
+        while True:
+            tops = [self._ready.top(level) for level in levels]
+            level = self.levels.host_level(self._cursor, [t is not None and t <= now for t in tops])
+            if level is None:
+                waits = [t for t in tops if t is not None]
+                return min(waits) - now if waits else None
+            allowed, host = self._ready.pop(level)
             if host.held or host.group.busy or not any(host.queued):
                 continue
             if host.group.next_allowed > allowed:  # another host of its group fetched since
                 self._schedule(host)
                 continue
+            self._cursor = (self._cursor + 1) % len(self.levels.cycle)
             return self._lease(host, now)
-        return None
 
     def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
         claims: list[Claim] = []
@@ -371,8 +343,8 @@ class EmbeddedFrontier(ParkedUrls):
     def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
         return [self.ack(fp, token) for fp, token in leases]
 
-    def _lease(self, host: _Host, now: float) -> Claim:
-        level = self.levels.pick([q > 0 for q in host.queued], host.credit)
+    def _lease(self, host: Host, now: float) -> Claim:
+        level, host.cursor = self.levels.next_level(host.queued, host.cursor)
         fp, request = self.db.execute(
             "SELECT fp, request FROM urls WHERE host_id = ? AND state = 0 AND level = ? ORDER BY seq LIMIT 1",
             (host.id, level),
@@ -382,9 +354,11 @@ class EmbeddedFrontier(ParkedUrls):
         self.queued -= 1
         host.group.busy += 1
         host.fetched += 1
+        if host.left is not None:
+            host.left -= 1
         token = next(self._tokens)
         ufp = fp % (1 << 64)
-        self._leases[ufp] = _Lease(host.name, token, now + self.lease_seconds)
+        self._leases[ufp] = Lease(host.name, token, now + self.lease_seconds)
         return Claim(ufp, host.name, token, request)
 
     def fetched(

@@ -12,10 +12,12 @@ are stored as JSON, never pickles.
 Layout (P = ``crawl:{id}:``): ``P seen:<bucket>`` hashes holding the seen
 fingerprints compactly (``seen_bucket_bits``), or ``P bloom:<i>`` bitmaps in Bloom
 mode; ``P q:<host>:<level>`` lists of queued entries; ``P host:<host>`` hash (group
-key, fetched, WRR credits, ``budget`` once demoted);
-``P group:<key>`` hash (next_allowed, backoff, last_gap, crawl_delay, busy) and
-``P members:<key>`` set of its hosts; ``P ready`` sorted set of claimable hosts by
-allowed time; ``P lease:<fp>`` hash and ``P leases`` sorted set by expiry;
+key, ``n<level>`` URLs queued per level, ``cur`` its cursor in the level cycle, ``left``
+pages left under its budget, ``level`` the one level of a demoted host, ``rl`` the ready
+set it was last put in); ``P group:<key>`` hash (next_allowed, backoff, last_gap,
+crawl_delay, busy) and ``P members:<key>`` set of its hosts; ``P ready:<level>`` sorted
+sets of claimable hosts by allowed time, a host in that of its best queued URL's level;
+``P lease:<fp>`` hash and ``P leases`` sorted set by expiry;
 ``P workers`` sorted set of worker ids by last heartbeat and ``P worker:<id>`` set of
 the fingerprints each one leases; ``P counters`` hash.
 """
@@ -45,8 +47,8 @@ def _lua(name: str) -> str:
 
 
 def _script(name: str) -> str:
-    """A Lua script of ``lua/``: KEYS[1] the crawl prefix, ARGV[1] levels, ARGV[2] budget,
-    then its own; ``common.lua`` (schedule, release, ensure_host) goes first."""
+    """A Lua script of ``lua/``: KEYS[1] the crawl prefix, ARGV[1] levels, ARGV[2] a new
+    host's pages left, then its own; ``common.lua`` (schedule, release, ensure_host) goes first."""
     return _lua("common.lua") + _lua(name)
 
 
@@ -154,6 +156,8 @@ class RedisFrontier:
         self.prefix = f"crawl:{{{crawl_id}}}:"
         self.policy = policy or PolitenessPolicy()
         self.levels = levels or PriorityLevels()
+        # The ready sets, one per level: hosts by allowed time, each in its best queued URL's level's.
+        self.ready_keys = [self.prefix + f"ready:{level}" for level in range(self.levels.levels)]
         self.budget = budget or HostBudget()
         self.lease_seconds = lease_seconds
         self.hold_new_hosts = hold_new_hosts
@@ -167,6 +171,7 @@ class RedisFrontier:
             ("revisit", _REVISIT), ("dead_host", _DEAD_HOST), ("demote", _DEMOTE),
             ("force", _FORCE))}
         self._known_hosts: set[str] = set()
+        self._cursor = 0  # this worker's position in the level cycle (PriorityLevels.host_level)
         # (fp, token): its group's times as its claim read them, until its fetch is reported.
         self._claim_times: dict[tuple[int, int], tuple[bytes, bytes, bytes]] = {}
         if self.bloom:  # allocate each new bitmap whole: grown bit by bit, Redis doubles it
@@ -176,7 +181,8 @@ class RedisFrontier:
                 allocate(keys=[self.prefix + f"bloom:{i}"], args=[self.bloom.bits - 1])
 
     def _run(self, name: str, *args: object) -> object:
-        base = [self.levels.levels, self.budget.pages]
+        left = self.budget.left(0)
+        base = [self.levels.levels, "" if left is None else left]
         return self._scripts[name](keys=[self.prefix], args=[*base, *args])
 
     @staticmethod
@@ -199,7 +205,7 @@ class RedisFrontier:
                 key, seen = self.bloom.locate(e.fp)
             else:
                 key, seen = e.fp >> shift, (e.fp & self._field_mask).to_bytes(self._field_bytes, "big")
-            args += [key, seen, self._fp(e.fp).hex(), e.host, min(e.level, self.levels.levels - 1), e.request]
+            args += [key, seen, self._fp(e.fp).hex(), e.host, min(e.level, self.levels.lowest), e.request]
             if self.hold_new_hosts and e.host not in self._known_hosts:
                 self._known_hosts.add(e.host)
                 if self.redis.hget(self.prefix + f"host:{e.host}", "held") != b"0":
@@ -208,7 +214,7 @@ class RedisFrontier:
         again = [i for i, flag in enumerate(added) if force and not flag]
         if again:
             forced = self._run("force", *[a for i in again for a in (
-                self._fp(entries[i].fp).hex(), entries[i].host, min(entries[i].level, self.levels.levels - 1),
+                self._fp(entries[i].fp).hex(), entries[i].host, min(entries[i].level, self.levels.lowest),
                 entries[i].request)])
             for i, flag in zip(again, forced, strict=True):
                 added[i] = bool(flag)
@@ -221,8 +227,19 @@ class RedisFrontier:
     def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
         """Up to ``limit`` claims, one per due host, in one round trip; and, when fewer,
         the seconds until the next host is due (None: nothing queued)."""
-        result = self._run("claim", now, now + self.lease_seconds, min(limit, _MOST_CLAIMS), self.worker_id,
-                           *self.levels.weights())
+        return self.claim_in_order(now, limit, None)
+
+    def claim_in_order(self, now: float, limit: int, order: list[int] | None
+                       ) -> tuple[list[Claim], float | None]:
+        """``claim_many``, claim k preferring hosts of level ``order[k]`` (the rule:
+        PriorityLevels.host_level); None: this worker's next positions of the level cycle
+        (a sharded frontier plans its own order across its shards)."""
+        most = min(limit, _MOST_CLAIMS)
+        cycle = self.levels.cycle
+        if order is None:
+            order = [cycle[(self._cursor + k) % len(cycle)] for k in range(min(most, len(cycle)))]
+        result = self._run("claim", now, now + self.lease_seconds, most, self.worker_id,
+                           len(order), len(cycle), *order, *cycle)
         wait = result[0].decode()
         claims = [Claim(int(result[i], 16), result[i + 2].decode(), int(result[i + 1]),
                         result[i + 3].decode()) for i in range(1, len(result), 7)]
@@ -230,6 +247,7 @@ class RedisFrontier:
             self._claim_times.clear()
         for claim, i in zip(claims, range(1, len(result), 7), strict=True):
             self._claim_times[claim.fp, claim.token] = tuple(result[i + 4:i + 7])
+        self._cursor = (self._cursor + len(claims)) % len(cycle)
         return claims, (float(wait) if wait else None) if len(claims) < limit else None
 
     def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
@@ -346,10 +364,9 @@ class RedisFrontier:
         return int(self._run("dead_host", name, error, now))
 
     def host_queued(self, name: str) -> int:
-        pipe = self.redis.pipeline(transaction=False)
-        for level in range(self.levels.levels):
-            pipe.llen(self.prefix + f"q:{name}:{level}")
-        return sum(pipe.execute())
+        fields = [f"n{level}" for level in range(self.levels.levels)]
+        counts = self.redis.hmget(self.prefix + f"host:{name}", fields)
+        return sum(int(n or 0) for n in counts)
 
     def unanswered(self, name: str) -> int:
         return int(self.redis.hincrby(self.prefix + "unanswered", name, 1))
@@ -390,8 +407,11 @@ class RedisFrontier:
         self._run("key", name, delay, "delay")
 
     def demote(self, name: str, margin: int) -> int:
-        fetched = int(self.redis.hget(self.prefix + f"host:{name}", "fetched") or 0)
-        return int(self._run("demote", name, self.budget.demoted(fetched, margin).pages))
+        left = self.redis.hget(self.prefix + f"host:{name}", "left")
+        if left is None:  # a host not seen yet: what a new host has
+            left = self.budget.left(0)
+        pages = self.budget.demoted_left(None if left is None else int(left), margin)
+        return int(self._run("demote", name, pages, self.levels.lowest))
 
     # ---------------------------------------------------------------- reporting
 
@@ -417,10 +437,15 @@ class RedisFrontier:
         return max(0, seen - self.queued - self.leased - self.waiting - dead)
 
     def gauges(self, now: float) -> dict[str, int]:
+        pipe = self.redis.pipeline(transaction=False)
+        for key in self.ready_keys:
+            pipe.zcard(key)
+            pipe.zcount(key, "-inf", now)
+        sizes = pipe.execute()
         return {"queued": self.queued, "leased": self.leased, "waiting": self.waiting,
                 "revisits": self.revisits,
-                "hosts/active": int(self.redis.zcard(self.prefix + "ready")) + self.leased,
-                "hosts/ready": int(self.redis.zcount(self.prefix + "ready", "-inf", now))}
+                "hosts/active": sum(sizes[0::2]) + self.leased,
+                "hosts/ready": sum(sizes[1::2])}
 
     def count(self, key: str, n: int = 1) -> None:
         """Add to a crawl-wide counter (readable while the crawl runs: ``scrapy crawlstats``)."""

@@ -26,6 +26,6 @@ elseif what == 'defer' then
 else
   redis.call('HSET', P .. 'group:' .. group, 'crawl_delay', value)
 end
-redis.call('ZREM', P .. 'ready', host)
+unready(host)
 schedule(host)
 return 1
