@@ -51,7 +51,7 @@ while claimed < most do
   local g = P .. 'group:' .. group
   local next_allowed, busy, backoff, last_gap, delay = unpack(redis.call(
     'HMGET', g, 'next_allowed', 'busy', 'backoff', 'last_gap', 'crawl_delay'))
-  if held ~= '1' and not busy then
+  if held ~= '1' and (busy or '0') == '0' then
     if tonumber(next_allowed or '0') > allowed then
       schedule(host)  -- another host of its group fetched since: back at the right time
     else

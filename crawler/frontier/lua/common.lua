@@ -59,7 +59,7 @@ local function schedule(host, free_at)
   if not free_at then
     busy, next_allowed = unpack(redis.call('HMGET', P .. 'group:' .. group, 'busy', 'next_allowed'))
   end
-  if busy then return end
+  if busy and busy ~= '0' then return end
   best = tostring(best)
   if rl ~= best then
     if rl then redis.call('ZREM', P .. 'ready:' .. rl, host) end
@@ -67,12 +67,15 @@ local function schedule(host, free_at)
   end
   redis.call('ZADD', P .. 'ready:' .. best, tonumber(next_allowed or '0'), host)
 end
-local function release(group, free_at)
+local function release(group, free_at, busy)
   -- the group's fetch ended; free_at: its next allowed time, when the caller just wrote it.
   -- busy counts the group's fetches in flight: one, or more only where keys merged mid-fetch
-  local g = P .. 'group:' .. group
-  if redis.call('HINCRBY', g, 'busy', -1) > 0 then return end
-  redis.call('HDEL', g, 'busy')
+  -- (absent or 0: none); '1' given: the caller read it and has just written it 0
+  if busy ~= '1' then
+    local g = P .. 'group:' .. group
+    if redis.call('HINCRBY', g, 'busy', -1) > 0 then return end
+    redis.call('HDEL', g, 'busy')
+  end
   for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do schedule(member, free_at) end
 end
 local function ensure_host(host, held)

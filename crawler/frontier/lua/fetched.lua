@@ -5,6 +5,7 @@
 -- were read: nothing written, read them and decide again) for each. A fetch answered ends
 -- its host's run of unanswered ones.
 local out = {}
+local counts = {fetched = 0, failed = 0}
 for i = 3, #ARGV, 9 do
   local l = P .. 'lease:' .. ARGV[i]
   local token, fetching, host = unpack(redis.call('HMGET', l, 'token', 'fetching', 'host'))
@@ -13,22 +14,24 @@ for i = 3, #ARGV, 9 do
   else
     local group = redis.call('HGET', P .. 'host:' .. host, 'group')
     local g = P .. 'group:' .. group
-    local held = true
-    if ARGV[i + 6] ~= '' then
-      local backoff, last_gap, delay = unpack(redis.call('HMGET', g, 'backoff', 'last_gap', 'crawl_delay'))
-      held = (backoff or '0') == ARGV[i + 6] and (last_gap or '0') == ARGV[i + 7]
-        and (delay or '0') == ARGV[i + 8]
-    end
-    if not held then
+    local backoff, last_gap, delay, busy = unpack(redis.call('HMGET', g, 'backoff', 'last_gap', 'crawl_delay',
+                                                             'busy'))
+    if ARGV[i + 6] ~= '' and not ((backoff or '0') == ARGV[i + 6] and (last_gap or '0') == ARGV[i + 7]
+                                  and (delay or '0') == ARGV[i + 8]) then
       out[#out + 1] = 2
     else
       redis.call('HSET', l, 'fetching', 0)
-      redis.call('HINCRBY', P .. 'counters', ARGV[i + 5], 1)
+      counts[ARGV[i + 5]] = counts[ARGV[i + 5]] + 1
       if ARGV[i + 5] == 'fetched' then redis.call('HDEL', P .. 'unanswered', host) end
-      redis.call('HSET', g, 'next_allowed', ARGV[i + 2], 'backoff', ARGV[i + 3], 'last_gap', ARGV[i + 4])
-      release(group, ARGV[i + 2])
+      local times = {'next_allowed', ARGV[i + 2], 'backoff', ARGV[i + 3], 'last_gap', ARGV[i + 4]}
+      if busy == '1' then times[7], times[8] = 'busy', 0 end  -- its only fetch: freed in this write
+      redis.call('HSET', g, unpack(times))
+      release(group, ARGV[i + 2], busy)
       out[#out + 1] = 1
     end
   end
+end
+for what, n in pairs(counts) do
+  if n > 0 then redis.call('HINCRBY', P .. 'counters', what, n) end
 end
 return out
