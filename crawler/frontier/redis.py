@@ -11,15 +11,15 @@ are stored as JSON, never pickles.
 
 Layout (P = ``crawl:{id}:``): ``P seen:<bucket>`` hashes holding the seen
 fingerprints compactly (``seen_bucket_bits``), or ``P bloom:<i>`` bitmaps in Bloom
-mode; ``P q:<host>:<level>`` lists of queued entries; ``P host:<host>`` hash (group
-key, ``n<level>`` URLs queued per level, ``cur`` its cursor in the level cycle, ``left``
-pages left under its budget, ``level`` the one level of a demoted host, ``rl`` the ready
-set it was last put in); ``P group:<key>`` hash (next_allowed, backoff, last_gap,
-crawl_delay, busy) and ``P members:<key>`` set of its hosts; ``P ready:<level>`` sorted
-sets of claimable hosts by allowed time, a host in that of its best queued URL's level;
-``P lease:<fp>`` hash and ``P leases`` sorted set by expiry;
-``P workers`` sorted set of worker ids by last heartbeat and ``P worker:<id>`` set of
-the fingerprints each one leases; ``P counters`` hash.
+mode; ``P q:<host>:<level>`` lists of queued entries (fingerprint, then request);
+``P host:<host>`` hash (group key, ``n<level>`` URLs queued per level, ``cur`` its cursor
+in the level cycle, ``left`` pages left under its budget, ``level`` the one level of a
+demoted host, ``rl`` the ready set it was last put in, ``ua`` its run of unanswered
+fetches); ``P group:<key>`` hash (next_allowed, backoff, last_gap, crawl_delay, busy) and
+``P members:<key>`` set of its hosts; ``P ready:<level>`` sorted sets of claimable hosts
+by allowed time, a host in that of its best queued URL's level; ``P lease:<fp>`` hash and
+``P leases`` sorted set by expiry; ``P workers`` sorted set of worker ids by last
+heartbeat and ``P worker:<id>`` set of the fingerprints each one leases; ``P counters`` hash.
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ _HEARTBEAT = _script("heartbeat.lua")
 _KEY = _script("key.lua")
 _DEMOTE = _script("demote.lua")
 _FORCE = _script("force.lua")
+_UNANSWERED = _script("unanswered.lua")
 
 
 #: Claims' times kept for their fetch reports at most; past it they are forgotten (and read
@@ -169,11 +170,12 @@ class RedisFrontier:
             ("fetched", _FETCHED), ("ack", _ACK), ("requeue", _REQUEUE), ("reap", _REAP), ("key", _KEY),
             ("heartbeat", _HEARTBEAT), ("due", _DUE), ("requeue_dead", _REQUEUE_DEAD),
             ("revisit", _REVISIT), ("dead_host", _DEAD_HOST), ("demote", _DEMOTE),
-            ("force", _FORCE))}
+            ("force", _FORCE), ("unanswered", _UNANSWERED))}
         self._known_hosts: set[str] = set()
         self._cursor = 0  # this worker's position in the level cycle (PriorityLevels.host_level)
-        # (fp, token): its group's times as its claim read them, until its fetch is reported.
-        self._claim_times: dict[tuple[int, int], tuple[bytes, bytes, bytes]] = {}
+        # (fp, token): its group's times as its claim read them ('backoff last_gap crawl_delay'),
+        # until its fetch is reported.
+        self._claim_times: dict[tuple[int, int], bytes] = {}
         if self.bloom:  # allocate each new bitmap whole: grown bit by bit, Redis doubles it
             allocate = client.register_script(
                 "if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SETBIT', KEYS[1], ARGV[1], 0) end")
@@ -242,11 +244,11 @@ class RedisFrontier:
                            len(order), len(cycle), *order, *cycle)
         wait = result[0].decode()
         claims = [Claim(int(result[i], 16), result[i + 2].decode(), int(result[i + 1]),
-                        result[i + 3].decode()) for i in range(1, len(result), 7)]
+                        result[i + 3].decode()) for i in range(1, len(result), 5)]
         if len(self._claim_times) > _CLAIM_TIMES_KEPT:  # leases that ended without a fetch
             self._claim_times.clear()
-        for claim, i in zip(claims, range(1, len(result), 7), strict=True):
-            self._claim_times[claim.fp, claim.token] = tuple(result[i + 4:i + 7])
+        for claim, i in zip(claims, range(1, len(result), 5), strict=True):
+            self._claim_times[claim.fp, claim.token] = result[i + 4]
         self._cursor = (self._cursor + len(claims)) % len(cycle)
         return claims, (float(wait) if wait else None) if len(claims) < limit else None
 
@@ -270,16 +272,16 @@ class RedisFrontier:
             if unread:
                 read = self._run("times", *[a for i in unread for a in (
                     self._fp(fetches[i].fp).hex(), fetches[i].token)])
-                times.update((i, tuple(r[1:])) for i, r in zip(unread, read, strict=True) if int(r[0]))
+                times.update((i, r[1]) for i, r in zip(unread, read, strict=True) if int(r[0]))
             decided, args = [], []
             for i, stored in times.items():
                 f = fetches[i]
-                backoff, last_gap, crawl_delay = (float(v) for v in stored)
+                backoff, last_gap, crawl_delay = (float(v) for v in stored.split())
                 host = HostTimes(backoff=backoff, crawl_delay=crawl_delay, last_gap=last_gap)
                 gap = self.policy.after_fetch(host, f.fetch_seconds, f.status, f.retry_after)
-                checked = list(stored) if attempt < 2 else ["", "", ""]  # the last: as read
                 args += [self._fp(f.fp).hex(), f.token, max(f.now + gap, f.hold_until), host.backoff,
-                         host.last_gap, "failed" if f.status is None else "fetched", *checked]
+                         host.last_gap, "failed" if f.status is None else "fetched",
+                         stored if attempt < 2 else ""]  # the last: as read
                 decided.append((i, gap, bool(host.backoff and not backoff)))
             written = self._run("fetched", *args) if args else []
             times, unread = {}, []
@@ -369,7 +371,7 @@ class RedisFrontier:
         return sum(int(n or 0) for n in counts)
 
     def unanswered(self, name: str) -> int:
-        return int(self.redis.hincrby(self.prefix + "unanswered", name, 1))
+        return int(self._run("unanswered", name))
 
     @property
     def waiting(self) -> int:

@@ -14,7 +14,7 @@ for i = 4, #ARGV, 6 do
     redis.call('HINCRBY', P .. 'counters', 'dropped/seen', 1)
   end
   if new then
-    enqueue(host, pinned or level, cjson.encode({fp, request}))
+    enqueue(host, pinned or level, fp, request)
     schedule(host)
   end
   added[#added + 1] = new and 1 or 0

@@ -6,10 +6,10 @@
 -- its cursor walks the cycle to the next level with URLs queued). PriorityLevels.host_level
 -- and next_level are the rules; this script only follows them.
 -- Claims up to ARGV[5] URLs, one per due host (the leases' tokens taken from P tokens at
--- once). Returns {wait, fp, token, host, request, backoff, last_gap, crawl_delay, ...}: wait
--- is the seconds until the next host is due when fewer were claimed ('' when none is queued,
--- '0' when full); the last three are the group's times as stored, so that the release after
--- the fetch need not read them again (fetched.lua checks they still hold).
+-- once). Returns {wait, fp, token, host, request, times, ...}: wait is the seconds until the
+-- next host is due when fewer were claimed ('' when none is queued, '0' when full); times is
+-- the group's 'backoff last_gap crawl_delay' as stored, so that the release after the fetch
+-- need not read them again (fetched.lua checks they still hold).
 local now, most, worker = tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[6]
 local orders, size = tonumber(ARGV[7]), tonumber(ARGV[8])
 local order, cycle = {}, {}
@@ -67,8 +67,7 @@ while claimed < most do
         else
           redis.call('HSET', h, 'cur', cur, n, tonumber(stored[best + 5]) - 1)
         end
-        local entry = cjson.decode(redis.call('LPOP', P .. 'q:' .. host .. ':' .. best))
-        local fp, request = entry[1], entry[2]
+        local fp, request = entry(redis.call('LPOP', P .. 'q:' .. host .. ':' .. best))
         -- the tokens of this call's leases, taken from P tokens at once
         token = token and token + 1 or redis.call('INCRBY', P .. 'tokens', most) - most + 1
         claimed = claimed + 1
@@ -85,9 +84,7 @@ while claimed < most do
         out[#out + 1] = token
         out[#out + 1] = host
         out[#out + 1] = request
-        out[#out + 1] = backoff or '0'
-        out[#out + 1] = last_gap or '0'
-        out[#out + 1] = delay or '0'
+        out[#out + 1] = (backoff or '0') .. ' ' .. (last_gap or '0') .. ' ' .. (delay or '0')
       end
     end
   end

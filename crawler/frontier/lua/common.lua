@@ -22,11 +22,16 @@ local function spent(left)
   -- a host's budget is spent: none of the pages left that the policy set (HostBudget.left)
   return left == '0'
 end
-local function enqueue(host, level, item)
-  -- a URL to the back of the host's queue of that level, counted per level in its hash
-  redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, item)
+local function enqueue(host, level, fp, request)
+  -- a URL to the back of the host's queue of that level, counted per level in its hash; an
+  -- entry is its fingerprint (16 hex digits) then its request (see entry)
+  redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, fp .. request)
   redis.call('HINCRBY', P .. 'host:' .. host, 'n' .. level, 1)
   redis.call('HINCRBY', P .. 'counters', 'queued', 1)
+end
+local function entry(item)
+  -- a queued entry's fingerprint and request
+  return string.sub(item, 1, 16), string.sub(item, 17)
 end
 local function unready(host)
   -- out of the ready set it is in (rl: the level of the last one it was put in)

@@ -6,9 +6,8 @@ local dead = 0
 for level = 0, LEVELS - 1 do
   local q = P .. 'q:' .. host .. ':' .. level
   for _, item in ipairs(redis.call('LRANGE', q, 0, -1)) do
-    local entry = cjson.decode(item)
-    redis.call('HSET', P .. 'dead', entry[1],
-               cjson.encode({host, level, entry[2], ARGV[4], tonumber(ARGV[5])}))
+    local fp, request = entry(item)
+    redis.call('HSET', P .. 'dead', fp, cjson.encode({host, level, request, ARGV[4], tonumber(ARGV[5])}))
     dead = dead + 1
   end
   redis.call('DEL', q)

@@ -5,7 +5,7 @@ local due = redis.call('ZRANGEBYSCORE', set, '-inf', ARGV[3], 'LIMIT', 0, tonumb
 for _, fp in ipairs(due) do
   local r = P .. 'retry:' .. fp
   local host, level, request = unpack(redis.call('HMGET', r, 'host', 'level', 'request'))
-  enqueue(host, level, cjson.encode({fp, request}))
+  enqueue(host, level, fp, request)
   redis.call('DEL', r)
   redis.call('ZREM', set, fp)
   schedule(host)

@@ -8,10 +8,9 @@ for i = 3, #ARGV, 4 do
   local again = redis.call('EXISTS', P .. 'lease:' .. fp) == 0
     and not redis.call('ZSCORE', P .. 'waiting', fp) and redis.call('HEXISTS', P .. 'dead', fp) == 0
   if again then  -- queued? (a scan of the host's queues: forced adds are rare)
-    local head = '["' .. fp .. '"'
     for l = 0, LEVELS - 1 do
       for _, item in ipairs(redis.call('LRANGE', P .. 'q:' .. host .. ':' .. l, 0, -1)) do
-        if string.sub(item, 1, #head) == head then again = false; break end
+        if entry(item) == fp then again = false; break end
       end
       if not again then break end
     end
@@ -24,7 +23,7 @@ for i = 3, #ARGV, 4 do
   end
   if again then
     if redis.call('ZREM', P .. 'revisits', fp) == 1 then redis.call('DEL', P .. 'retry:' .. fp) end
-    enqueue(host, pinned or level, cjson.encode({fp, request}))
+    enqueue(host, pinned or level, fp, request)
     redis.call('HINCRBY', P .. 'counters', 'dropped/seen', -1)
     schedule(host)
   end

@@ -3,7 +3,7 @@ local expired = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', ARGV[3])
 for _, fp in ipairs(expired) do
   local l = P .. 'lease:' .. fp
   local host, level = redis.call('HGET', l, 'host'), redis.call('HGET', l, 'level')
-  enqueue(host, level, cjson.encode({fp, redis.call('HGET', l, 'request')}))
+  enqueue(host, level, fp, redis.call('HGET', l, 'request'))
   local fetching = redis.call('HGET', l, 'fetching')
   redis.call('SREM', P .. 'worker:' .. (redis.call('HGET', l, 'worker') or ''), fp)
   redis.call('DEL', l)
