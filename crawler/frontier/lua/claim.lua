@@ -49,8 +49,8 @@ while claimed < most do
   local stored = redis.call('HMGET', h, unpack(fields))  -- one read of all the host needs
   local group, held, left = stored[1], stored[2], stored[3]
   local g = P .. 'group:' .. group
-  local next_allowed, busy, backoff, last_gap, delay = unpack(redis.call(
-    'HMGET', g, 'next_allowed', 'busy', 'backoff', 'last_gap', 'crawl_delay'))
+  local next_allowed, busy, backoff, last_gap, delay, shared = unpack(redis.call(
+    'HMGET', g, 'next_allowed', 'busy', 'backoff', 'last_gap', 'crawl_delay', 'shared'))
   if held ~= '1' and (busy or '0') == '0' then
     if tonumber(next_allowed or '0') > allowed then
       schedule(host)  -- another host of its group fetched since: back at the right time
@@ -72,7 +72,7 @@ while claimed < most do
         token = token and token + 1 or redis.call('INCRBY', P .. 'tokens', most) - most + 1
         claimed = claimed + 1
         redis.call('HINCRBY', g, 'busy', 1)
-        for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do
+        for _, member in ipairs(members(group, host, shared)) do
           if member ~= host then unready(member) end  -- its group is busy now
         end
         redis.call('HSET', P .. 'lease:' .. fp, 'token', token, 'host', host, 'level', best,

@@ -72,23 +72,39 @@ local function schedule(host, free_at)
   end
   redis.call('ZADD', P .. 'ready:' .. best, tonumber(next_allowed or '0'), host)
 end
-local function release(group, free_at, busy)
-  -- the group's fetch ended; free_at: its next allowed time, when the caller just wrote it.
-  -- busy counts the group's fetches in flight: one, or more only where keys merged mid-fetch
-  -- (absent or 0: none); '1' given: the caller read it and has just written it 0
+local function join(group, host)
+  -- host joins the group's members; a group of more than one host is marked shared (a group
+  -- not shared is its one host alone, so claims and releases need not read its members)
+  redis.call('SADD', P .. 'members:' .. group, host)
+  if redis.call('SCARD', P .. 'members:' .. group) > 1 then
+    redis.call('HSET', P .. 'group:' .. group, 'shared', 1)
+  end
+end
+local function members(group, host, shared)
+  -- the hosts of the group of host; shared: the group's flag as read ('1', or false/nil: one
+  -- host), unknown (true): read them
+  if shared then return redis.call('SMEMBERS', P .. 'members:' .. group) end
+  return {host}
+end
+local function release(group, host, free_at, busy, shared)
+  -- the fetch of host's group ended; free_at: its next allowed time, when the caller just
+  -- wrote it. busy counts the group's fetches in flight: one, or more only where keys merged
+  -- mid-fetch (absent or 0: none); '1' given: the caller read it and has just written it 0,
+  -- and shared as read (see members); else both are read here.
   if busy ~= '1' then
     local g = P .. 'group:' .. group
     if redis.call('HINCRBY', g, 'busy', -1) > 0 then return end
     redis.call('HDEL', g, 'busy')
+    shared = true
   end
-  for _, member in ipairs(redis.call('SMEMBERS', P .. 'members:' .. group)) do schedule(member, free_at) end
+  for _, member in ipairs(members(group, host, shared)) do schedule(member, free_at) end
 end
 local function ensure_host(host, held)
   local h = P .. 'host:' .. host
   if redis.call('EXISTS', h) == 0 then
     redis.call('HSET', h, 'group', host, 'held', held)
     if ARGV[2] ~= '' then redis.call('HSET', h, 'left', ARGV[2]) end
-    redis.call('SADD', P .. 'members:' .. host, host)
+    join(host, host)
   end
   return h
 end
@@ -97,5 +113,5 @@ local function end_lease(fp, l, host, fetching, worker)
   redis.call('SREM', P .. 'worker:' .. (worker or ''), fp)
   redis.call('DEL', l)
   redis.call('ZREM', P .. 'leases', fp)
-  if fetching == '1' then release(redis.call('HGET', P .. 'host:' .. host, 'group')) end
+  if fetching == '1' then release(redis.call('HGET', P .. 'host:' .. host, 'group'), host) end
 end

@@ -15,9 +15,10 @@ for i = 3, #ARGV, 7 do
     local h = P .. 'host:' .. host
     local group, unanswered = unpack(redis.call('HMGET', h, 'group', 'ua'))
     local g = P .. 'group:' .. group
-    local backoff, last_gap, delay, busy = unpack(redis.call('HMGET', g, 'backoff', 'last_gap', 'crawl_delay',
-                                                             'busy'))
-    if ARGV[i + 6] ~= '' and (backoff or '0') .. ' ' .. (last_gap or '0') .. ' ' .. (delay or '0') ~= ARGV[i + 6] then
+    local backoff, last_gap, delay, busy, shared = unpack(redis.call(
+      'HMGET', g, 'backoff', 'last_gap', 'crawl_delay', 'busy', 'shared'))
+    local read = (backoff or '0') .. ' ' .. (last_gap or '0') .. ' ' .. (delay or '0')
+    if ARGV[i + 6] ~= '' and read ~= ARGV[i + 6] then
       out[#out + 1] = 2
     else
       redis.call('HSET', l, 'fetching', 0)
@@ -26,7 +27,7 @@ for i = 3, #ARGV, 7 do
       local times = {'next_allowed', ARGV[i + 2], 'backoff', ARGV[i + 3], 'last_gap', ARGV[i + 4]}
       if busy == '1' then times[7], times[8] = 'busy', 0 end  -- its only fetch: freed in this write
       redis.call('HSET', g, unpack(times))
-      release(group, ARGV[i + 2], busy)
+      release(group, host, ARGV[i + 2], busy, shared)
       out[#out + 1] = 1
     end
   end

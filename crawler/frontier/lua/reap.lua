@@ -10,7 +10,7 @@ for _, fp in ipairs(expired) do
   redis.call('ZREM', P .. 'leases', fp)
   local group = redis.call('HGET', P .. 'host:' .. host, 'group')
   if fetching == '1' then
-    release(group)
+    release(group, host)
   else
     schedule(host)
   end
