@@ -26,54 +26,18 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 import socket
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
-from importlib import resources
 
 from redis import Redis
 
+from crawler.frontier import redis_scripts as scripts
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
+from crawler.frontier.redis_seen import BloomGeometry, seen_bucket_bits
 from crawler.frontier.upkeep import beat_interval
-
-
-def _lua(name: str) -> str:
-    """The text of a script in ``crawler/frontier/lua/``, installed with the package."""
-    return resources.files("crawler.frontier").joinpath("lua", name).read_text(encoding="utf-8")
-
-
-def _script(name: str) -> str:
-    """A Lua script of ``lua/``: KEYS[1] the crawl prefix, ARGV[1] levels, ARGV[2] a new
-    host's pages left, then its own; ``common.lua`` (schedule, release, ensure_host) goes first."""
-    return _lua("common.lua") + _lua(name)
-
-
-# Exact: a field (the fingerprint's bits past the bucket) in a small bucket hash.
-_ADD = _script("add.lua").replace(
-    "SEEN_CHECK", "redis.call('HSETNX', P .. 'seen:' .. ARGV[i], ARGV[i + 1], '') == 1")
-# Bloom: the fingerprint's k bit positions (comma-separated) in one of the bitmaps.
-_ADD_BLOOM = _lua("common.lua") + _lua("bloom_add.lua") + _lua("add.lua").replace(
-    "SEEN_CHECK", "bloom_add(P .. 'bloom:' .. ARGV[i], ARGV[i + 1])")
-_CLAIM = _script("claim.lua")
-_TIMES = _script("times.lua")
-_FETCHED = _script("fetched.lua")
-_ACK = _script("ack.lua")
-_REQUEUE = _script("requeue.lua")
-_REAP = _script("reap.lua")
-_DUE = _script("due.lua")
-_REVISIT = _script("revisit.lua")
-_DEAD_HOST = _script("dead_host.lua")
-_REQUEUE_DEAD = _script("requeue_dead.lua")
-_HEARTBEAT = _script("heartbeat.lua")
-_KEY = _script("key.lua")
-_DEMOTE = _script("demote.lua")
-_FORCE = _script("force.lua")
-_UNANSWERED = _script("unanswered.lua")
-
 
 #: Claims' times kept for their fetch reports at most; past it they are forgotten (and read
 #: again when reported): leases that end without a fetch (requeued, closed) leave theirs.
@@ -85,43 +49,6 @@ _MOST_CLAIMS = 2000
 def default_worker_id() -> str:
     """host-pid-random: unique per worker process, readable in logs."""
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-
-
-@dataclass(frozen=True)
-class BloomGeometry:
-    """A Bloom filter for ``n`` URLs at false-positive rate ``p``: m bits in total, split
-    over ``bitmaps`` Redis strings (each under Redis's 512 MB string limit), k bits a URL.
-
-    A false positive makes a new URL look seen: it is dropped without a fetch and counted
-    with the URLs that were seen (``dropped/seen``); expect about p of the new URLs lost,
-    and more once the crawl outgrows ``n``. In exchange a URL costs 9.6 bits (1.3 bytes measured) at 1%.
-    """
-
-    bits: int  # per bitmap
-    bitmaps: int
-    k: int
-
-    @classmethod
-    def for_urls(cls, n: int, p: float) -> BloomGeometry:
-        m = math.ceil(-n * math.log(p) / math.log(2) ** 2)
-        bitmaps = math.ceil(m / 2**31)
-        return cls(math.ceil(m / bitmaps), bitmaps, max(1, round(m / n * math.log(2))))
-
-    def locate(self, fp: int) -> tuple[int, str]:
-        """(bitmap index, its k bit positions joined by commas): double hashing of the
-        two halves of the 64-bit fingerprint (Kirsch and Mitzenmacher)."""
-        low, high = fp & 0xFFFFFFFF, fp >> 32
-        step = high | 1
-        return high % self.bitmaps, ",".join(str((low + i * step) % self.bits) for i in range(self.k))
-
-
-def seen_bucket_bits(expected_urls: int) -> int:
-    """Bits of the fingerprint that pick its seen-set bucket: about 64 fingerprints per
-    bucket at ``expected_urls``, so each bucket stays a small hash that Redis keeps in
-    its compact listpack encoding (up to 128 entries by default): a fingerprint then
-    costs its remaining bytes plus a few of overhead, instead of a ~60-byte set entry."""
-    bits = max(1, expected_urls // 64).bit_length()
-    return min(24, max(8, bits))
 
 
 class RedisFrontier:
@@ -165,12 +92,8 @@ class RedisFrontier:
         self.worker_id = worker_id or default_worker_id()
         self.worker_timeout = worker_timeout
         self.new_hosts: list[str] = []
-        self._scripts = {name: client.register_script(body) for name, body in (
-            ("add", _ADD_BLOOM if self.bloom else _ADD), ("claim", _CLAIM), ("times", _TIMES),
-            ("fetched", _FETCHED), ("ack", _ACK), ("requeue", _REQUEUE), ("reap", _REAP), ("key", _KEY),
-            ("heartbeat", _HEARTBEAT), ("due", _DUE), ("requeue_dead", _REQUEUE_DEAD),
-            ("revisit", _REVISIT), ("dead_host", _DEAD_HOST), ("demote", _DEMOTE),
-            ("force", _FORCE), ("unanswered", _UNANSWERED))}
+        self._scripts = {name: client.register_script(body)
+                         for name, body in scripts.bodies(bloom=bool(self.bloom)).items()}
         self._known_hosts: set[str] = set()
         self._cursor = 0  # this worker's position in the level cycle (PriorityLevels.host_level)
         # (fp, token): its group's times as its claim read them ('backoff last_gap crawl_delay'),
