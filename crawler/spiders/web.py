@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import time
@@ -238,7 +239,9 @@ class WebSpider(scrapy.Spider):
     Arguments (``-a``): ``seeds`` (URLs, comma-separated, or a file), ``scope``
     (``host``, ``domain`` or ``all``; setting ``CRAWL_SCOPE``), ``max_pages``
     (setting ``CRAWL_MAX_PAGES``). Links are followed through :class:`LinkFollower`,
-    which skips links already seen before any Request is built.
+    which skips links already seen before any Request is built. Its page requests name
+    no callback (Scrapy calls ``parse``): the frontier stores them without Scrapy's
+    lookup of a callback's name among the spider's members (~25 us a request).
     """
 
     name = "web"
@@ -318,8 +321,15 @@ class WebSpider(scrapy.Spider):
         ) if settings.getbool("ROBOTS_META_OBEY", defaults.ROBOTS_META_OBEY) else None
         for url in self.seed_urls:
             self.links.mark_seen(url)
+        # What exists now (modules, settings, components) lives as long as the crawl: kept
+        # out of the collector's full passes, which then walk only what the crawl makes
+        # (~70 ms a pass over the ~120,000 objects of a started crawl, every second or so).
+        gc.freeze()
         for url in self.seed_urls:
-            yield scrapy.Request(url, callback=self.parse)
+            yield scrapy.Request(url)
+
+    def closed(self, reason: str) -> None:
+        gc.unfreeze()  # another crawl of this process may start: its objects are garbage again
 
     def add_seeds(self, urls: list[str]) -> None:
         """Seeds that arrive while the crawl runs (pushed into Redis): scope widened to
@@ -339,7 +349,7 @@ class WebSpider(scrapy.Spider):
             self.links.mark_seen(url)
             self.crawler.stats.inc_value("seeds/pushed")
             # A seed, as the start requests are: the address guard allows its host.
-            seed = scrapy.Request(url, callback=self.parse, meta={"is_start_request": True})
+            seed = scrapy.Request(url, meta={"is_start_request": True})
             self.crawler.engine.crawl(seed)
 
     def parse(self, response: Response) -> Iterator[Page | scrapy.Request]:
@@ -404,7 +414,7 @@ class WebSpider(scrapy.Spider):
         urls = self.links.new_links(base, hrefs)
         self.clock.add("normalise", start)
         for url in urls:
-            yield scrapy.Request(url, callback=self.parse)
+            yield scrapy.Request(url)
 
     def sitemaps_found(self, sitemaps: list[str], robots_url: str) -> None:
         """Schedule the in-scope sitemaps a robots.txt lists (``SITEMAP_FOLLOW``)."""
@@ -440,6 +450,6 @@ class WebSpider(scrapy.Spider):
                 yield self._sitemap_request(url)
             else:
                 stats.inc_value("sitemap/urls")
-                yield scrapy.Request(url, callback=self.parse, meta={
+                yield scrapy.Request(url, meta={
                     "sitemap_lastmod": entry.get("lastmod"),
                     "sitemap_priority": _sitemap_priority(entry.get("priority"))})
