@@ -55,7 +55,8 @@ gap - 5 ms after that end; *short start gaps* counts starts less than gap - 5 ms
 the previous start (the contract of Scrapy's ``DOWNLOAD_DELAY``). Ours must show 0
 overlaps and 0 short gaps; any it shows are printed with host, times and gap.
 
-Output: Markdown, one table per scenario and notes per run.
+Output: Markdown, one table per scenario and notes per run (with the crawl process's
+CPU, user + system, per request: on this 2-core machine the wide runs are CPU-bound).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ import itertools
 import math
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -203,6 +205,7 @@ class Run:
     timed_out: bool
     returncode: int
     log: str
+    cpu: float = 0.0  # user + system seconds of the crawl process
 
     # ---------------------------------------------------------------- derived
 
@@ -345,6 +348,8 @@ class Bench:
         log_path = rundir / "crawl.log"
         self.web.reset()
         timed_out = False
+        # The crawl's CPU: what this process's reaped children used, before and after it.
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         with log_path.open("wb") as log:
             spawn = time.monotonic()
             proc = subprocess.Popen(
@@ -364,12 +369,14 @@ class Bench:
                 time.sleep(0.05)
             stopped = time.monotonic()
             proc.wait()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime - usage.ru_utime + after.ru_stime - usage.ru_stime
         if timed_out:
             time.sleep(0.5)  # let server threads of cut connections finish their records
         records = [r for r in self.web.hits() if r.start >= spawn]
         self.web.reset()
         return Run(crawler, scenario, records, spawn, stopped, timed_out, proc.returncode,
-                   log_path.read_text(encoding="utf-8", errors="replace"))
+                   log_path.read_text(encoding="utf-8", errors="replace"), cpu)
 
 
 # --------------------------------------------------------------------------- scenarios
@@ -483,7 +490,8 @@ def notes(run: Run) -> list[str]:
         f"- {run.crawler.label}: exit {run.returncode}{' (killed)' if run.timed_out else ''}, "
         f"finish_reason {run.finish_reason}, {run.errors} ERROR lines; {len(run.records)} requests "
         f"({', '.join(f'{n} x {s}' for s, n in sorted(statuses.items()))}), {dupes} repeated URLs; "
-        f"{pages} pages in the {length:.1f} s window; first request "
+        f"{pages} pages in the {length:.1f} s window; CPU {run.cpu:.1f} s "
+        f"({run.cpu / max(1, len(run.records)) * 1000:.2f} ms a request, start included); first request "
         f"{t0 - run.spawn:.1f} s after spawn; settings: "
         + " ".join(f"{k}={v}" for k, v in run.crawler.settings.items())
     ]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import weakref
 from collections import Counter
 
 from crawling import crawl_command
 from testweb import Site, TestWeb
 
 from crawler.extract.html import normalize_whitespace
+from crawler.spiders.web import _freeze_the_process
 from crawler.store.index import PageIndex, read_metadata
 from crawler.store.warc import payload_digest, read_page, read_record
 
@@ -178,3 +181,22 @@ def test_pages_export_through_a_feed_with_their_html_as_base64(crawl, tmp_path):
     exported = [json.loads(line) for line in (tmp_path / "pages.jsonl").read_text().splitlines()]
     assert sorted(p["url"] for p in exported) == sorted(r["url"] for r in result.records)
     assert all(base64.b64decode(p["html"]).lstrip().startswith(b"<") for p in exported)
+
+
+def test_a_later_crawl_collects_what_an_earlier_one_froze():
+    class Cycle:
+        pass
+
+    gc.unfreeze()
+    try:
+        cycle = Cycle()
+        cycle.me = cycle
+        ref = weakref.ref(cycle)
+        _freeze_the_process()  # a crawl starts: what exists is out of the full passes
+        del cycle
+        gc.collect()
+        assert ref() is not None
+        _freeze_the_process()  # the next crawl of the process: the first one's garbage goes
+        assert ref() is None
+    finally:
+        gc.unfreeze()

@@ -40,6 +40,21 @@ def test_links_already_handled_are_returned_once():
     assert f.new_links("http://example.com/a/other.html", ["c.html", "d.html#z"]) == []
 
 
+def test_links_to_sections_of_a_page_are_normalised_once():
+    f = follower()
+    normalised = []
+    accept = f.accept
+    f.accept = lambda key: normalised.append(key) or accept(key)
+    hrefs = ["c.html#one", "c.html#two", "c.html", "c.html?q=1#x", "c.html?q=1#y", "d.html #x", "d.html#x"]
+    assert f.new_links("http://example.com/a/b.html", hrefs) == [
+        "http://example.com/a/c.html", "http://example.com/a/c.html?q=1", "http://example.com/a/d.html%20",
+        "http://example.com/a/d.html",
+    ]
+    # A space before the fragment is kept in the key: normalising strips it only at the end.
+    assert normalised == ["http://example.com/a/c.html", "http://example.com/a/c.html?q=1",
+                          "http://example.com/a/d.html #x", "http://example.com/a/d.html"]
+
+
 def test_seeds_marked_seen_are_not_returned():
     f = follower()
     f.mark_seen("http://example.com/")

@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response
+from scrapy.utils.response import get_meta_refresh
 from scrapy.utils.test import get_crawler
 from testweb import Site, TestWeb
 
-from crawler.middlewares.redirect import SafeMetaRefreshMiddleware, SafeRedirectMiddleware
+from crawler.middlewares.redirect import SafeMetaRefreshMiddleware, SafeRedirectMiddleware, may_refresh
 from crawler.store.files import LocalStore
 from crawler.urls.links import LinkFollower, Scope
 from crawler.urls.normalize import normalize_url
@@ -124,6 +125,40 @@ def test_fuzzed_meta_refreshes_are_followed_or_skipped_never_raised(target):
         pass
     else:
         assert isinstance(result, Request | Response)
+
+
+_REFRESH_TAGS = st.sampled_from(["meta", "META", "Meta", "<", ">", '"', "=", " ", "\n", "&#114;", "&#x72;",
+                                  "http-equiv", "HTTP-EQUIV", "content", "0; url=/x", "Refresh", "rEfReSh",
+                                  "refresh", "efresh", "r", "script", "noscript", "é", "\u00a0", "\x1b(B",
+                                  '<meta http-equiv="refresh" content="0; url=/x">',
+                                  "<META HTTP-EQUIV=REFRESH CONTENT='1;URL=/y'>", '<meta http-equiv="re'])
+
+
+@FUZZ
+@given(pieces=st.lists(_REFRESH_TAGS, max_size=30),
+       encoding=st.sampled_from(["utf-8", "cp1252", "latin-1", "utf-16", "iso-2022-jp", "shift_jis"]))
+def test_pages_skipped_without_decoding_hold_no_meta_refresh(pieces, encoding):
+    # Scrapy's own check decides on every page may_refresh lets through; it must find
+    # nothing on every page may_refresh skips.
+    body = ("<html><head>" + "".join(pieces) + "</head></html>").encode(encoding, "replace")
+    response = HtmlResponse("http://a.test/p", body=body, encoding=encoding)
+    if not may_refresh(response):
+        assert get_meta_refresh(response) == (None, None)
+
+
+def test_meta_refresh_is_looked_for_only_where_the_bytes_allow_one():
+    def page(body: bytes, encoding: str = "utf-8") -> HtmlResponse:
+        return HtmlResponse("http://a.test/p", body=body, encoding=encoding)
+
+    assert not may_refresh(page(b"<html><p>no redirect here</p></html>"))
+    assert may_refresh(page(b'<meta http-equiv="REFRESH" content="0; url=/x">'))
+    # UTF-16 writes "refresh" with other bytes between its letters: always decoded.
+    assert may_refresh(page('<meta http-equiv="refresh" content="0; url=/x">'.encode("utf-16"), "utf-16"))
+    request = Request("http://a.test/p")
+    body = b'<html><head><meta http-equiv="Refresh" content="0; url=/there"></head></html>'
+    redirected = SafeMetaRefreshMiddleware.from_crawler(crawler_with_stats()).process_response(
+        request, HtmlResponse(request.url, body=body, encoding="utf-8", request=request))
+    assert redirected.url == "http://a.test/there"
 
 
 BAD = {

@@ -26,10 +26,17 @@ _RUNTIME_META = frozenset(
 )
 
 
+# Values JSON holds as they are: no need to try them (most meta values are depths and flags).
+_SCALARS = frozenset({int, float, str, bool, type(None)})
+
+
 def _json_safe(mapping: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     safe, dropped = {}, []
     for key, value in mapping.items():
         if key in _RUNTIME_META:
+            continue
+        if type(value) in _SCALARS:
+            safe[key] = value
             continue
         try:
             json.dumps(value)

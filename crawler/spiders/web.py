@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import time
@@ -232,13 +233,27 @@ class PushedSeeds:
             raise DontCloseSpider
 
 
+def _freeze_the_process() -> None:
+    """Keep what exists now (modules, settings, the spider) out of the collector's full
+    passes for the crawl's life (``gc.freeze``): they then walk only what the crawl makes
+    (~70 ms a pass over the ~120,000 objects of a started crawl, every second or so), and
+    the process's exit skips them too. What an earlier crawl of this process froze is
+    garbage by now: unfrozen and collected first."""
+    if gc.get_freeze_count():
+        gc.unfreeze()
+        gc.collect()
+    gc.freeze()
+
+
 class WebSpider(scrapy.Spider):
     """Crawls HTML from seed URLs, staying in scope, yielding one :class:`Page` per page.
 
     Arguments (``-a``): ``seeds`` (URLs, comma-separated, or a file), ``scope``
     (``host``, ``domain`` or ``all``; setting ``CRAWL_SCOPE``), ``max_pages``
     (setting ``CRAWL_MAX_PAGES``). Links are followed through :class:`LinkFollower`,
-    which skips links already seen before any Request is built.
+    which skips links already seen before any Request is built. Its page requests name
+    no callback (Scrapy calls ``parse``): the frontier stores them without Scrapy's
+    lookup of a callback's name among the spider's members (~25 us a request).
     """
 
     name = "web"
@@ -270,6 +285,7 @@ class WebSpider(scrapy.Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider._configure(crawler)
+        _freeze_the_process()
         if crawler.settings.getbool("SITEMAP_FOLLOW", defaults.SITEMAP_FOLLOW):
             crawler.signals.connect(spider.sitemaps_found, signal=crawler_signals.sitemaps_found)
         if uses_redis(crawler.settings):
@@ -318,8 +334,9 @@ class WebSpider(scrapy.Spider):
         ) if settings.getbool("ROBOTS_META_OBEY", defaults.ROBOTS_META_OBEY) else None
         for url in self.seed_urls:
             self.links.mark_seen(url)
+        gc.freeze()  # the crawl's components, built since from_crawler: kept as long
         for url in self.seed_urls:
-            yield scrapy.Request(url, callback=self.parse)
+            yield scrapy.Request(url)
 
     def add_seeds(self, urls: list[str]) -> None:
         """Seeds that arrive while the crawl runs (pushed into Redis): scope widened to
@@ -339,7 +356,7 @@ class WebSpider(scrapy.Spider):
             self.links.mark_seen(url)
             self.crawler.stats.inc_value("seeds/pushed")
             # A seed, as the start requests are: the address guard allows its host.
-            seed = scrapy.Request(url, callback=self.parse, meta={"is_start_request": True})
+            seed = scrapy.Request(url, meta={"is_start_request": True})
             self.crawler.engine.crawl(seed)
 
     def parse(self, response: Response) -> Iterator[Page | scrapy.Request]:
@@ -404,7 +421,7 @@ class WebSpider(scrapy.Spider):
         urls = self.links.new_links(base, hrefs)
         self.clock.add("normalise", start)
         for url in urls:
-            yield scrapy.Request(url, callback=self.parse)
+            yield scrapy.Request(url)
 
     def sitemaps_found(self, sitemaps: list[str], robots_url: str) -> None:
         """Schedule the in-scope sitemaps a robots.txt lists (``SITEMAP_FOLLOW``)."""
@@ -440,6 +457,6 @@ class WebSpider(scrapy.Spider):
                 yield self._sitemap_request(url)
             else:
                 stats.inc_value("sitemap/urls")
-                yield scrapy.Request(url, callback=self.parse, meta={
+                yield scrapy.Request(url, meta={
                     "sitemap_lastmod": entry.get("lastmod"),
                     "sitemap_priority": _sitemap_priority(entry.get("priority"))})

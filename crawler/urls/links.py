@@ -2,7 +2,8 @@
 
 A documentation page carries about 300 links and nearly all of them point to
 URLs already seen. So a link is first turned into a *key* by string concatenation
-(its absolute form before normalisation, :func:`crawler.urls.absolute_reference`),
+(its absolute form before normalisation, :func:`crawler.urls.absolute_reference`,
+less its fragment),
 and a key already handled costs one set lookup: no parsing, no normalisation, no
 Request. Only new keys are normalised, fingerprinted, checked
 against scope and trap rules, and returned.
@@ -125,7 +126,15 @@ class LinkFollower:
         found = []
         for href in hrefs:
             key = absolute_reference(href.strip(), base_url)
-            if key is None or key in keys:
+            if key is None:
+                continue
+            cut = key.find("#")
+            if cut > 0 and key[cut - 1] > " ":
+                # Links to the sections of a page are one key: normalising drops the fragment,
+                # and the text before it ends in neither space nor control character, which
+                # normalising would strip were the fragment gone first.
+                key = key[:cut]
+            if key in keys:
                 continue
             keys.add(key)
             url = self.accept(key)
