@@ -11,7 +11,8 @@ from redis_server import RedisServer
 
 from crawler.frontier.api import Claim, Entry, Fetch, Revisit, fetch_seconds_counts
 from crawler.frontier.cluster import ClusterFrontier
-from crawler.frontier.embedded import EmbeddedFrontier, read_counts
+from crawler.frontier.embedded import EmbeddedFrontier
+from crawler.frontier.embedded_store import read_counts
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
 from crawler.frontier.redis import RedisFrontier
 from crawler.frontier.sharded import ShardedRedisFrontier, open_redis_frontier
@@ -383,9 +384,25 @@ def test_priorities_order_a_host_queue(make_frontier):
     assert sorted(order) == sorted([f"high{i}" for i in range(4)] + [f"low{i}" for i in range(4)])
 
 
+def test_among_due_hosts_the_one_with_the_most_urgent_url_goes_first(make_frontier):
+    f = make_frontier()
+    f.add([entry(f"http://a.test/{i}", level=3) for i in range(3)])  # first, by name too: ties go by it
+    f.add([entry("http://b.test/1", level=0), entry("http://b.test/2", level=3)])
+    assert claim(f, 0.0).host == "b.test"
+
+
+def test_many_due_hosts_of_a_low_level_still_get_a_biased_share(make_frontier):
+    f = make_frontier()
+    f.add([entry(f"http://a{i}.test/", level=3) for i in range(20)])  # first, by name too
+    f.add([entry(f"http://b{i}.test/", level=0) for i in range(20)])
+    claims, _ = f.claim_many(0.0, 15)
+    low = sum(c.host.startswith("a") for c in claims)
+    assert len(claims) == 15
+    assert claims[0].host.startswith("b") or make_frontier.backend in ("redis-sharded", "redis-cluster")
+    assert 1 <= low <= 3  # 1 of the cycle's 15 positions is level 3's (2 where shards plan apart)
+
+
 def test_hosts_come_in_order_of_earliest_allowed_time(make_frontier):
-    if make_frontier.backend == "redis-sharded":
-        pytest.skip("shards take turns: the order holds within each shard, not across them")
     f = make_frontier()
     f.add([entry(f"http://{h}.test/{i}") for h in "abc" for i in range(2)])
     claims = [claim(f, 0.0) for _ in range(3)]
