@@ -367,6 +367,31 @@ def test_a_demoted_host_goes_last_and_keeps_only_its_own_budget(make_frontier):
     assert f.add([entry("http://a.test/10")]) == [False]
 
 
+def test_a_host_demoted_again_gets_its_margin_again_within_the_crawl_budget(make_frontier):
+    # Demoted, a host that still gives new pages is demoted again: the margin counts from
+    # its claims then (a trap's real pages are not lost), never past the crawl's budget.
+    f = make_frontier(budget=HostBudget(6))
+    f.add([entry(f"http://a.test/{i}") for i in range(10)])
+    now = 0.0
+    for _ in range(2):
+        finish(f, claim(f, now), now)
+        now += 10.0
+    f.demote("a.test", 2)
+    finish(f, claim(f, now), now)  # 3 claims: one of its 2 more left
+    f.demote("a.test", 2)  # 2 more from here: 5 in all
+    fetched = 3
+    while (c := f.next(now + 10.0 * fetched)) is not None:
+        assert isinstance(c, Claim), c
+        finish(f, c, now + 10.0 * fetched)
+        fetched += 1
+    assert fetched == 5
+    assert f.counters["dropped/budget"] == 5
+    f.demote("a.test", 4)  # again: 4 more would pass the crawl's 6 pages, so 1
+    assert f.add([entry("http://a.test/98"), entry("http://a.test/99")]) == [True, True]
+    finish(f, claim(f, now + 100.0), now + 100.0)
+    assert f.next(now + 200.0) is None and f.counters["dropped/budget"] == 6
+
+
 def test_priorities_order_a_host_queue(make_frontier):
     f = make_frontier(levels=PriorityLevels(levels=2))
     f.add([entry(f"http://a.test/low{i}", level=1) for i in range(4)])

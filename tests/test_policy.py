@@ -140,6 +140,7 @@ def test_a_failure_already_retried_by_its_reporter_is_a_dead_letter_at_once():
 
 
 def test_a_demoted_host_keeps_what_it_fetched_plus_a_margin_under_the_crawl_budget():
-    assert HostBudget.demoted_left(None, 10) == 10
-    assert HostBudget.demoted_left(HostBudget(45).left(40), 10) == 5
-    assert HostBudget.demoted_left(None, 0) == 1  # never less than one more
+    assert HostBudget(0).demoted_left(40, 10) == 10  # no crawl budget
+    assert HostBudget(45).demoted_left(40, 10) == 5
+    assert HostBudget(0).demoted_left(3, 0) == 1  # never less than one more
+    assert HostBudget(45).demoted_left(20, 10) == 10  # demoted again later: the margin again

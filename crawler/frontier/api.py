@@ -217,7 +217,8 @@ class Frontier(Protocol):
 
     def demote(self, name: str, margin: int) -> int:
         """Host ``name`` is demoted: its queued and later URLs go to the lowest level and
-        its pages left become ``margin`` more, never more than it had (``HostBudget.demoted_left``).
+        its pages left become ``margin`` more from its claims so far, within the crawl's budget
+        (``HostBudget.demoted_left``).
         How many URLs moved."""
 
     # ---- counts

@@ -98,12 +98,12 @@ class HostBudget:
         """Pages a host that has made ``fetched`` fetches may still make; None: no limit."""
         return max(0, self.pages - fetched) if self.pages else None
 
-    @staticmethod
-    def demoted_left(left: int | None, margin: int) -> int:
-        """Pages left to a host demoted with ``left`` pages left: ``margin`` more (at least
-        one), never more than it had."""
+    def demoted_left(self, claimed: int, margin: int) -> int:
+        """Pages left to a host demoted after ``claimed`` claims: ``margin`` more (at least
+        one), never past this budget. Demoted again (it still gave new pages), it gets the
+        margin again from where it is."""
         more = max(1, margin)
-        return more if left is None else min(left, more)
+        return min(more, self.left(claimed)) if self.pages else more
 
 
 #: FRONTIER_PRIORITY_LEVELS at most: the level cycle (2 ** levels - 1 positions) goes to

@@ -332,10 +332,8 @@ class RedisFrontier:
         self._run("key", name, delay, "delay")
 
     def demote(self, name: str, margin: int) -> int:
-        left = self.redis.hget(self.prefix + f"host:{name}", "left")
-        if left is None:  # a host not seen yet: what a new host has
-            left = self.budget.left(0)
-        pages = self.budget.demoted_left(None if left is None else int(left), margin)
+        claimed = int(self.redis.hget(self.prefix + f"host:{name}", "claims") or 0)
+        pages = self.budget.demoted_left(claimed, margin)
         return int(self._run("demote", name, pages, self.levels.lowest))
 
     # ---------------------------------------------------------------- reporting

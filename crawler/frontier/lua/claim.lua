@@ -71,6 +71,7 @@ while claimed < most do
         -- the tokens of this call's leases, taken from P tokens at once
         token = token and token + 1 or redis.call('INCRBY', P .. 'tokens', most) - most + 1
         claimed = claimed + 1
+        redis.call('HINCRBY', h, 'claims', 1)  -- what HostBudget.demoted_left counts from
         redis.call('HINCRBY', g, 'busy', 1)
         for _, member in ipairs(members(group, host, shared)) do
           if member ~= host then unready(member) end  -- its group is busy now
