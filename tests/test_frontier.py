@@ -11,7 +11,8 @@ from redis_server import RedisServer
 
 from crawler.frontier.api import Claim, Entry, Fetch, Revisit, fetch_seconds_counts
 from crawler.frontier.cluster import ClusterFrontier
-from crawler.frontier.embedded import EmbeddedFrontier, read_counts
+from crawler.frontier.embedded import EmbeddedFrontier
+from crawler.frontier.embedded_store import read_counts
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
 from crawler.frontier.redis import RedisFrontier
 from crawler.frontier.sharded import ShardedRedisFrontier, open_redis_frontier
@@ -366,6 +367,31 @@ def test_a_demoted_host_goes_last_and_keeps_only_its_own_budget(make_frontier):
     assert f.add([entry("http://a.test/10")]) == [False]
 
 
+def test_a_host_demoted_again_gets_its_margin_again_within_the_crawl_budget(make_frontier):
+    # Demoted, a host that still gives new pages is demoted again: the margin counts from
+    # its claims then (a trap's real pages are not lost), never past the crawl's budget.
+    f = make_frontier(budget=HostBudget(6))
+    f.add([entry(f"http://a.test/{i}") for i in range(10)])
+    now = 0.0
+    for _ in range(2):
+        finish(f, claim(f, now), now)
+        now += 10.0
+    f.demote("a.test", 2)
+    finish(f, claim(f, now), now)  # 3 claims: one of its 2 more left
+    f.demote("a.test", 2)  # 2 more from here: 5 in all
+    fetched = 3
+    while (c := f.next(now + 10.0 * fetched)) is not None:
+        assert isinstance(c, Claim), c
+        finish(f, c, now + 10.0 * fetched)
+        fetched += 1
+    assert fetched == 5
+    assert f.counters["dropped/budget"] == 5
+    f.demote("a.test", 4)  # again: 4 more would pass the crawl's 6 pages, so 1
+    assert f.add([entry("http://a.test/98"), entry("http://a.test/99")]) == [True, True]
+    finish(f, claim(f, now + 100.0), now + 100.0)
+    assert f.next(now + 200.0) is None and f.counters["dropped/budget"] == 6
+
+
 def test_priorities_order_a_host_queue(make_frontier):
     f = make_frontier(levels=PriorityLevels(levels=2))
     f.add([entry(f"http://a.test/low{i}", level=1) for i in range(4)])
@@ -383,9 +409,25 @@ def test_priorities_order_a_host_queue(make_frontier):
     assert sorted(order) == sorted([f"high{i}" for i in range(4)] + [f"low{i}" for i in range(4)])
 
 
+def test_among_due_hosts_the_one_with_the_most_urgent_url_goes_first(make_frontier):
+    f = make_frontier()
+    f.add([entry(f"http://a.test/{i}", level=3) for i in range(3)])  # first, by name too: ties go by it
+    f.add([entry("http://b.test/1", level=0), entry("http://b.test/2", level=3)])
+    assert claim(f, 0.0).host == "b.test"
+
+
+def test_many_due_hosts_of_a_low_level_still_get_a_biased_share(make_frontier):
+    f = make_frontier()
+    f.add([entry(f"http://a{i}.test/", level=3) for i in range(20)])  # first, by name too
+    f.add([entry(f"http://b{i}.test/", level=0) for i in range(20)])
+    claims, _ = f.claim_many(0.0, 15)
+    low = sum(c.host.startswith("a") for c in claims)
+    assert len(claims) == 15
+    assert claims[0].host.startswith("b") or make_frontier.backend in ("redis-sharded", "redis-cluster")
+    assert 1 <= low <= 3  # 1 of the cycle's 15 positions is level 3's (2 where shards plan apart)
+
+
 def test_hosts_come_in_order_of_earliest_allowed_time(make_frontier):
-    if make_frontier.backend == "redis-sharded":
-        pytest.skip("shards take turns: the order holds within each shard, not across them")
     f = make_frontier()
     f.add([entry(f"http://{h}.test/{i}") for h in "abc" for i in range(2)])
     claims = [claim(f, 0.0) for _ in range(3)]

@@ -67,10 +67,10 @@ def test_retry_after_seconds_and_http_date():
     assert parse_retry_after(None, now) is None
 
 
-def test_host_budget():
-    assert not HostBudget(0).exhausted(10**9)
-    assert not HostBudget(5).exhausted(4)
-    assert HostBudget(5).exhausted(5)
+def test_host_budget_is_pages_left():
+    assert HostBudget(0).left(10**9) is None
+    assert HostBudget(5).left(4) == 1
+    assert HostBudget(5).left(7) == 0
 
 
 def test_levels_follow_depth_and_priority():
@@ -82,12 +82,30 @@ def test_levels_follow_depth_and_priority():
 
 def test_biased_choice_favours_high_priority_and_still_moves_low():
     levels = PriorityLevels(levels=4)
-    credit = [0, 0, 0, 0]
-    picks = [levels.pick([True, True, True, True], credit) for _ in range(150)]
+    queued, cursor, picks = [1, 1, 1, 1], 0, []
+    for _ in range(150):
+        level, cursor = levels.next_level(queued, cursor)
+        picks.append(level)
     assert [picks.count(i) for i in range(4)] == [80, 40, 20, 10]
-    assert picks[0] == 0
-    credit = [0, 0, 0, 0]
-    assert {levels.pick([False, False, True, True], credit) for _ in range(3)} == {2, 3}
+    assert picks[0] == 0 and picks[:4] == [0, 1, 0, 2]  # spread out, not 8 zeros first
+    cursor, picks = 0, []
+    for _ in range(30):  # empty levels skipped: the others keep their shares
+        level, cursor = levels.next_level([0, 0, 5, 5], cursor)
+        picks.append(level)
+    assert [picks.count(i) for i in range(4)] == [0, 0, 20, 10]
+
+
+def test_across_hosts_the_cycles_level_goes_else_the_most_urgent_due_one():
+    levels = PriorityLevels(levels=4)
+    assert levels.cycle == (0, 1, 0, 2, 0, 1, 0, 3, 0, 1, 0, 2, 0, 1, 0)
+    only_low = [False, False, False, True]
+    assert levels.host_level(0, only_low) == 3
+    both = [True, False, False, True]
+    picks = [levels.host_level(cursor, both) for cursor in range(30)]
+    assert picks[0] == 0 and picks.count(3) == 2  # 1 of 15 positions: low levels still move
+    assert levels.host_level(7, [False] * 4) is None
+    with pytest.raises(ValueError, match="FRONTIER_PRIORITY_LEVELS"):
+        PriorityLevels(levels=9)
 
 
 def test_an_odd_retry_after_is_ignored_not_fatal():
@@ -122,6 +140,7 @@ def test_a_failure_already_retried_by_its_reporter_is_a_dead_letter_at_once():
 
 
 def test_a_demoted_host_keeps_what_it_fetched_plus_a_margin_under_the_crawl_budget():
-    assert HostBudget(0).demoted(40, 10) == HostBudget(50)
-    assert HostBudget(45).demoted(40, 10) == HostBudget(45)
-    assert HostBudget(0).demoted(40, 0) == HostBudget(41)  # never less than one more
+    assert HostBudget(0).demoted_left(40, 10) == 10  # no crawl budget
+    assert HostBudget(45).demoted_left(40, 10) == 5
+    assert HostBudget(0).demoted_left(3, 0) == 1  # never less than one more
+    assert HostBudget(45).demoted_left(20, 10) == 10  # demoted again later: the margin again

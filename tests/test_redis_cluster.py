@@ -208,10 +208,10 @@ def test_scripts_refuse_a_slot_being_moved_and_run_once_it_has_moved(cluster):
     frontier.add([Entry(1, "a.test", 0, "http://a.test/1"), Entry(2, "a.test", 0, "http://a.test/2")])
     shard = frontier.shards[frontier.shard_of("a.test")].shard  # the RedisFrontier under its kept steps
     index = RedisContentIndex(client, "moving")
-    with slot_moving(cluster, shard.prefix, [shard.prefix + "ready"]):
+    with slot_moving(cluster, shard.prefix, [shard.prefix + "ready:0"]):
         with pytest.raises(redis.RedisError):  # its ready set moved, its queue not yet
             shard.claim_many(0.0, 1)
-        assert client.zcard(shard.prefix + "ready") == 1 and shard.queued == 2  # nothing written
+        assert client.zcard(shard.prefix + "ready:0") == 1 and shard.queued == 2  # nothing written
     claims, _ = shard.claim_many(0.0, 2)
     assert [c.request for c in claims] == ["http://a.test/1"]  # one host, one claim, all state moved
     with slot_moving(cluster, index.prefix, []), pytest.raises(redis.RedisError):

@@ -10,7 +10,7 @@ from scrapy.commands import ScrapyCommand
 
 from crawler.commands import embedded_state, redis_crawl
 from crawler.frontier.connection import uses_redis
-from crawler.frontier.embedded import read_counts
+from crawler.frontier.embedded_store import read_counts
 
 if TYPE_CHECKING:
     import argparse

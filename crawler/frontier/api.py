@@ -1,4 +1,4 @@
-"""The frontier contract: what every backend (embedded SQLite, Redis, sharded Redis)
+"""The frontier contract: what every backend (embedded SQLite, Redis, sharded Redis, Redis Cluster)
 does, in the words the contract tests (``tests/test_frontier.py``) check on each.
 
 Times are Unix seconds passed in by the caller, so the rules run on a fake clock in
@@ -115,7 +115,10 @@ class Frontier(Protocol):
         URL already done is queued again (a revisit), where the backend can tell."""
 
     def next(self, now: float) -> Claim | float | None:
-        """Lease a URL of a due host; else the seconds until a host is due; else None."""
+        """Lease a URL of a due host; else the seconds until a host is due; else None.
+        Among due hosts the policy's level goes first (``PriorityLevels.host_level``: most
+        often the host whose best queued URL is the most urgent, low levels still by their
+        share), then the earliest allowed; within the host, ``PriorityLevels.next_level``."""
 
     def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
         """Up to ``limit`` claims, one per due host (Redis: one round trip); when fewer, the
@@ -214,7 +217,8 @@ class Frontier(Protocol):
 
     def demote(self, name: str, margin: int) -> int:
         """Host ``name`` is demoted: its queued and later URLs go to the lowest level and
-        its budget becomes its fetches so far plus ``margin`` (``HostBudget.demoted``).
+        its pages left become ``margin`` more from its claims so far, within the crawl's budget
+        (``HostBudget.demoted_left``).
         How many URLs moved."""
 
     # ---- counts

@@ -55,11 +55,12 @@ class ClusterFrontier(ShardedRedisFrontier):
     ``ShardedRedisFrontier`` (consistent hashing), each shard a hash tag.
 
     A claim round costs two passes whatever the shard count: one pipelined read of every
-    shard's ready set (grouped by node by the cluster pipeline), then the claim scripts of
-    the shards holding the earliest due hosts, run at once (so hosts come earliest-allowed
-    first across the whole crawl, as on one Redis). The shard count is fixed for the crawl at its
-    first start (``crawl:{<id>}:shards``): a worker started with another one is refused, as
-    it would place hosts on other shards and break politeness.
+    shard's ready sets (grouped by node by the cluster pipeline), then the claim scripts of
+    the shards the policy planned claims on, run at once (so priority levels and then
+    earliest-allowed order hold across the whole crawl, as on one Redis). The shard count
+    is fixed for the crawl at its first start (``crawl:{<id>}:shards``): a worker started
+    with another one is refused, as it would place hosts on other shards and break
+    politeness.
     """
 
     def __init__(self, client: RedisCluster, crawl_id: str, shards: int, **options: Any) -> None:
@@ -84,23 +85,28 @@ class ClusterFrontier(ShardedRedisFrontier):
 
     # ---------------------------------------------------------------- claims
 
-    def _peek(self, now: float, limit: int) -> dict[int, list[tuple[bytes, float]]]:
-        """The first ``limit`` hosts of each usable shard's ready set, by allowed time:
-        one pipeline, sent to each node once."""
+    def _peek(self, now: float, limit: int) -> dict[int, list[list[tuple[bytes, float]]]]:
+        """The first ``limit`` hosts of each level's ready set of each usable shard, by
+        allowed time: one pipeline, sent to each node once."""
         usable = [i for i in range(len(self.shards)) if self._pauses.usable(i)]
         pipe = self.client.pipeline(transaction=False)
         for index in usable:
-            pipe.zrange(self.shards[index].prefix + "ready", 0, limit - 1, withscores=True)
-        heads: dict[int, list[tuple[bytes, float]]] = {}
+            for key in self.shards[index].ready_keys:
+                pipe.zrange(key, 0, limit - 1, withscores=True)
+        heads: dict[int, list[list[tuple[bytes, float]]]] = {}
         failed: dict[int, Exception] = {}
+        levels = self.levels.levels
         try:
             results = pipe.execute(raise_on_error=False)
+            results = [results[n * levels:(n + 1) * levels] for n in range(len(usable))]
         except (RedisError, AttributeError):  # a node down fails the whole pipeline: shard by shard
-            results = [self._pool.submit(self._read_head, index, limit) for index in usable]
+            results = [self._pool.submit(self._read_heads, index, limit) for index in usable]
             results = [future.result() for future in results]
         for index, result in zip(usable, results, strict=True):
-            if isinstance(result, Exception):
-                failed[index] = result
+            error = result if isinstance(result, Exception) else next(
+                (r for r in result if isinstance(r, Exception)), None)
+            if error is not None:
+                failed[index] = error
             else:
                 heads[index] = result
         if failed:
@@ -109,47 +115,26 @@ class ClusterFrontier(ShardedRedisFrontier):
                 raise next(iter(failed.values()))
         return heads
 
-    def _read_head(self, index: int, limit: int) -> list[tuple[bytes, float]] | Exception:
+    def _read_heads(self, index: int, limit: int) -> list[list[tuple[bytes, float]]] | Exception:
         try:
-            return self.client.zrange(self.shards[index].prefix + "ready", 0, limit - 1, withscores=True)
+            keys = self.shards[index].ready_keys
+            return [self.client.zrange(key, 0, limit - 1, withscores=True) for key in keys]
         except RedisError as error:
             return error
 
-    def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
-        """Up to ``limit`` claims, earliest-allowed hosts first across every shard (what the
-        peek saw), each shard's in one script; when fewer, the seconds until one is due."""
-        heads = self._peek(now, limit)
-        due = {index: sum(score <= now for _, score in head) for index, head in heads.items()}
-        earliest = sorted((score, host, index) for index, head in heads.items()
-                          for host, score in head if score <= now)  # ties by name, as a sorted set
-        shares: dict[int, int] = {}
-        for _, _, index in earliest[:limit]:
-            shares[index] = shares.get(index, 0) + 1
-        waits = [head[0][1] - now for index, head in heads.items() if head and index not in shares]
-        futures = {index: self._pool.submit(self.shards[index].claim_many, now, share)
-                   for index, share in shares.items()}
-        claims: list[Claim] = []
-        count = len(self.shards)
+    def _claim_shards(self, now: float, plan: dict[int, list[int]]
+                      ) -> dict[int, tuple[list[Claim], float | None]]:
+        """Each planned shard's claim script at once; a shard that fails is paused, its
+        claims left for a later round."""
+        futures = {index: self._pool.submit(self.shards[index].claim_in_order, now, len(order), order)
+                   for index, order in plan.items()}
+        answers = {}
         for index, future in futures.items():
             try:
-                got, wait = future.result()
+                answers[index] = future.result()
             except RedisError as error:
                 self._pauses.failed([index], error)
-                continue
-            for claim in got:
-                claim.token = claim.token * count + index
-            claims += got
-            if wait is not None:
-                waits.append(wait)
-            elif len(got) == shares[index] and due[index] > shares[index]:
-                waits.append(0.0)  # more were due there than it was asked for
-        if len(claims) >= limit:
-            return claims, None
-        return claims, min(waits) if waits else None
-
-    def next(self, now: float) -> Claim | float | None:
-        claims, wait = self.claim_many(now, 1)
-        return claims[0] if claims else wait
+        return answers
 
     def _each(self, calls: dict[int, Callable[[], T]], partial: bool = False) -> dict[int, T]:
         """Each shard's call at once (a batch of acks, fetch reports or links costs one

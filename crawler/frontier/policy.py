@@ -6,7 +6,9 @@ do with it, so the rules are written and tested once.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
@@ -84,18 +86,29 @@ class PolitenessPolicy:
 @dataclass(frozen=True)
 class HostBudget:
     """At most ``pages`` fetches per host in a crawl (0: no limit), so one host
-    cannot eat the crawl."""
+    cannot eat the crawl.
+
+    A backend keeps each host's pages *left* (None: no limit), set from this rule when it
+    first sees the host and when it demotes it; a claim takes one, and a host with 0 left
+    is exhausted. So a backend (a Lua script) only decrements and tests for zero."""
 
     pages: int = defaults.HOST_PAGE_BUDGET
 
-    def exhausted(self, fetched: int) -> bool:
-        return bool(self.pages) and fetched >= self.pages
+    def left(self, fetched: int) -> int | None:
+        """Pages a host that has made ``fetched`` fetches may still make; None: no limit."""
+        return max(0, self.pages - fetched) if self.pages else None
 
-    def demoted(self, fetched: int, margin: int) -> HostBudget:
-        """The own budget of a host demoted after ``fetched`` fetches: those plus
-        ``margin`` (at least one more), never above this one."""
-        pages = fetched + max(1, margin)
-        return HostBudget(min(pages, self.pages) if self.pages else pages)
+    def demoted_left(self, claimed: int, margin: int) -> int:
+        """Pages left to a host demoted after ``claimed`` claims: ``margin`` more (at least
+        one), never past this budget. Demoted again (it still gave new pages), it gets the
+        margin again from where it is."""
+        more = max(1, margin)
+        return min(more, self.left(claimed)) if self.pages else more
+
+
+#: FRONTIER_PRIORITY_LEVELS at most: the level cycle (2 ** levels - 1 positions) goes to
+#: every claim script as arguments.
+MAX_LEVELS = 8
 
 
 @dataclass(frozen=True)
@@ -104,36 +117,98 @@ class PriorityLevels:
 
     Level 0 is the most urgent. A request's level is its depth (shallower first)
     shifted by its Scrapy priority (each ``priority_step`` of priority moves it one
-    level up), clamped to the range. The pick is a deterministic weighted round
-    robin (smooth WRR, as nginx balances upstreams) with weights halving per level:
-    with 4 levels, level 0 gets 8 of 15 picks and level 3 still 1 of 15.
+    level up), clamped to the range.
+
+    Picks follow one fixed ``cycle`` of levels: a deterministic weighted round robin
+    (smooth WRR, as nginx balances upstreams) with weights halving per level, so with
+    4 levels level 0 has 8 of the 15 positions and level 3 still 1. It orders two
+    choices, both made here and only followed by the backends (a Lua script gets the
+    cycle as arguments and walks it, no arithmetic):
+
+    - across hosts (Mercator's front queues): each claim takes the next position of the
+      claimer's cursor; among the due hosts whose best queued URL is at that position's
+      level, the earliest-allowed goes; if none is due there, the most urgent level with
+      a due host (``host_level``). High levels go first, low ones still get their share.
+    - within a host: a cursor per host walks the cycle to the next position whose level
+      has URLs queued (``next_level``). Skipping empty levels keeps the others' shares:
+      each round gives each level its weight.
     """
 
     levels: int = defaults.FRONTIER_PRIORITY_LEVELS
     priority_step: int = 10
 
+    def __post_init__(self) -> None:
+        if not 1 <= self.levels <= MAX_LEVELS:
+            raise ValueError(f"FRONTIER_PRIORITY_LEVELS must be 1..{MAX_LEVELS}, not {self.levels}")
+
     def level(self, depth: int, priority: int) -> int:
         raw = depth - math.floor(priority / self.priority_step)
         return min(self.levels - 1, max(0, raw))
 
+    @property
+    def lowest(self) -> int:
+        """The least urgent level (a demoted host's URLs all go there)."""
+        return self.levels - 1
+
     def weights(self) -> list[int]:
         return [2 ** (self.levels - 1 - i) for i in range(self.levels)]
 
-    def pick(self, nonempty: list[bool], credit: list[int]) -> int:
-        """Index of the level to take from next; updates ``credit`` (one per level,
-        kept by the caller per host). ``nonempty`` must have a True."""
+    @functools.cached_property
+    def cycle(self) -> tuple[int, ...]:
+        """One round of smooth WRR over every level: level i at ``weights()[i]`` positions,
+        spread out (8 4 2 1 gives 0 1 0 2 0 1 0 3 0 1 0 2 0 1 0)."""
         weights = self.weights()
-        total = 0
-        best = -1
-        for i, has in enumerate(nonempty):
-            if not has:
-                continue
-            credit[i] += weights[i]
-            total += weights[i]
-            if best < 0 or credit[i] > credit[best]:
-                best = i
-        credit[best] -= total
-        return best
+        credit = [0] * self.levels
+        order = []
+        for _ in range(sum(weights)):
+            for i, w in enumerate(weights):
+                credit[i] += w
+            best = max(range(self.levels), key=lambda i: credit[i])  # the first of equals
+            credit[best] -= sum(weights)
+            order.append(best)
+        return tuple(order)
+
+    def next_level(self, queued: Sequence[int], cursor: int) -> tuple[int, int]:
+        """Within a host: (level to take from, the host's next cursor), from its URLs
+        queued per level and its cursor. ``queued`` must have one above 0."""
+        size = len(self.cycle)
+        for step in range(size):
+            level = self.cycle[(cursor + step) % size]
+            if queued[level] > 0:
+                return level, (cursor + step + 1) % size
+        raise ValueError("no level has URLs queued")
+
+    def host_level(self, cursor: int, due: Sequence[bool]) -> int | None:
+        """Across hosts: the level whose due hosts go next, at position ``cursor`` of the
+        cycle, from which levels have a due host (a host counts at its best queued URL's
+        level): the position's level, else the most urgent with one; None: none is due."""
+        preferred = self.cycle[cursor % len(self.cycle)]
+        if due[preferred]:
+            return preferred
+        return next((level for level in range(self.levels) if due[level]), None)
+
+
+def plan_claims(levels: PriorityLevels, cursor: int, due: dict[tuple[int, int], list[tuple[float, bytes]]],
+                limit: int) -> dict[int, list[int]]:
+    """Up to ``limit`` claims over shards: claim k takes the level ``levels.host_level``
+    picks at ``cursor + k`` among the levels with a due host left on some shard, and the
+    shard whose next due host of that level is allowed earliest (ties by host name, as
+    in one sorted set). ``due``: (shard, level) -> (allowed time, host) of its due hosts,
+    earliest first. Returns shard -> the levels of its claims, in order (each shard's
+    claim script follows them)."""
+    taken = dict.fromkeys(due, 0)
+    plan: dict[int, list[int]] = {}
+    for k in range(limit):
+        open_levels = [any(taken[key] < len(times) for key, times in due.items() if key[1] == level)
+                       for level in range(levels.levels)]
+        level = levels.host_level(cursor + k, open_levels)
+        if level is None:
+            break
+        key = min((key for key, times in due.items() if key[1] == level and taken[key] < len(times)),
+                  key=lambda key: due[key][taken[key]])
+        taken[key] += 1
+        plan.setdefault(key[0], []).append(level)
+    return plan
 
 
 #: Failures that say the host gave no answer at all: it is held as a whole, one probe per

@@ -11,66 +11,33 @@ are stored as JSON, never pickles.
 
 Layout (P = ``crawl:{id}:``): ``P seen:<bucket>`` hashes holding the seen
 fingerprints compactly (``seen_bucket_bits``), or ``P bloom:<i>`` bitmaps in Bloom
-mode; ``P q:<host>:<level>`` lists of queued entries; ``P host:<host>`` hash (group
-key, fetched, WRR credits, ``budget`` once demoted);
-``P group:<key>`` hash (next_allowed, backoff, last_gap, crawl_delay, busy) and
-``P members:<key>`` set of its hosts; ``P ready`` sorted set of claimable hosts by
-allowed time; ``P lease:<fp>`` hash and ``P leases`` sorted set by expiry;
-``P workers`` sorted set of worker ids by last heartbeat and ``P worker:<id>`` set of
-the fingerprints each one leases; ``P counters`` hash.
+mode; ``P q:<host>:<level>`` lists of queued entries (fingerprint, then request);
+``P host:<host>`` hash (group key, ``n<level>`` URLs queued per level, ``cur`` its cursor
+in the level cycle, ``left`` pages left under its budget, ``level`` the one level of a
+demoted host, ``rl`` the ready set it was last put in, ``ua`` its run of unanswered
+fetches); ``P group:<key>`` hash (next_allowed, backoff, last_gap, crawl_delay, busy) and
+``P members:<key>`` set of its hosts; ``P ready:<level>`` sorted sets of claimable hosts
+by allowed time, a host in that of its best queued URL's level; ``P lease:<fp>`` hash and
+``P leases`` sorted set by expiry; ``P workers`` sorted set of worker ids by last
+heartbeat and ``P worker:<id>`` set of the fingerprints each one leases; ``P counters`` hash.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 import socket
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
-from importlib import resources
 
 from redis import Redis
 
+from crawler.frontier import redis_scripts as scripts
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
+from crawler.frontier.redis_seen import BloomGeometry, seen_bucket_bits
 from crawler.frontier.upkeep import beat_interval
-
-
-def _lua(name: str) -> str:
-    """The text of a script in ``crawler/frontier/lua/``, installed with the package."""
-    return resources.files("crawler.frontier").joinpath("lua", name).read_text(encoding="utf-8")
-
-
-def _script(name: str) -> str:
-    """A Lua script of ``lua/``: KEYS[1] the crawl prefix, ARGV[1] levels, ARGV[2] budget,
-    then its own; ``common.lua`` (schedule, release, ensure_host) goes first."""
-    return _lua("common.lua") + _lua(name)
-
-
-# Exact: a field (the fingerprint's bits past the bucket) in a small bucket hash.
-_ADD = _script("add.lua").replace(
-    "SEEN_CHECK", "redis.call('HSETNX', P .. 'seen:' .. ARGV[i], ARGV[i + 1], '') == 1")
-# Bloom: the fingerprint's k bit positions (comma-separated) in one of the bitmaps.
-_ADD_BLOOM = _lua("common.lua") + _lua("bloom_add.lua") + _lua("add.lua").replace(
-    "SEEN_CHECK", "bloom_add(P .. 'bloom:' .. ARGV[i], ARGV[i + 1])")
-_CLAIM = _script("claim.lua")
-_TIMES = _script("times.lua")
-_FETCHED = _script("fetched.lua")
-_ACK = _script("ack.lua")
-_REQUEUE = _script("requeue.lua")
-_REAP = _script("reap.lua")
-_DUE = _script("due.lua")
-_REVISIT = _script("revisit.lua")
-_DEAD_HOST = _script("dead_host.lua")
-_REQUEUE_DEAD = _script("requeue_dead.lua")
-_HEARTBEAT = _script("heartbeat.lua")
-_KEY = _script("key.lua")
-_DEMOTE = _script("demote.lua")
-_FORCE = _script("force.lua")
-
 
 #: Claims' times kept for their fetch reports at most; past it they are forgotten (and read
 #: again when reported): leases that end without a fetch (requeued, closed) leave theirs.
@@ -82,43 +49,6 @@ _MOST_CLAIMS = 2000
 def default_worker_id() -> str:
     """host-pid-random: unique per worker process, readable in logs."""
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-
-
-@dataclass(frozen=True)
-class BloomGeometry:
-    """A Bloom filter for ``n`` URLs at false-positive rate ``p``: m bits in total, split
-    over ``bitmaps`` Redis strings (each under Redis's 512 MB string limit), k bits a URL.
-
-    A false positive makes a new URL look seen: it is dropped without a fetch and counted
-    with the URLs that were seen (``dropped/seen``); expect about p of the new URLs lost,
-    and more once the crawl outgrows ``n``. In exchange a URL costs 9.6 bits (1.3 bytes measured) at 1%.
-    """
-
-    bits: int  # per bitmap
-    bitmaps: int
-    k: int
-
-    @classmethod
-    def for_urls(cls, n: int, p: float) -> BloomGeometry:
-        m = math.ceil(-n * math.log(p) / math.log(2) ** 2)
-        bitmaps = math.ceil(m / 2**31)
-        return cls(math.ceil(m / bitmaps), bitmaps, max(1, round(m / n * math.log(2))))
-
-    def locate(self, fp: int) -> tuple[int, str]:
-        """(bitmap index, its k bit positions joined by commas): double hashing of the
-        two halves of the 64-bit fingerprint (Kirsch and Mitzenmacher)."""
-        low, high = fp & 0xFFFFFFFF, fp >> 32
-        step = high | 1
-        return high % self.bitmaps, ",".join(str((low + i * step) % self.bits) for i in range(self.k))
-
-
-def seen_bucket_bits(expected_urls: int) -> int:
-    """Bits of the fingerprint that pick its seen-set bucket: about 64 fingerprints per
-    bucket at ``expected_urls``, so each bucket stays a small hash that Redis keeps in
-    its compact listpack encoding (up to 128 entries by default): a fingerprint then
-    costs its remaining bytes plus a few of overhead, instead of a ~60-byte set entry."""
-    bits = max(1, expected_urls // 64).bit_length()
-    return min(24, max(8, bits))
 
 
 class RedisFrontier:
@@ -154,21 +84,21 @@ class RedisFrontier:
         self.prefix = f"crawl:{{{crawl_id}}}:"
         self.policy = policy or PolitenessPolicy()
         self.levels = levels or PriorityLevels()
+        # The ready sets, one per level: hosts by allowed time, each in its best queued URL's level's.
+        self.ready_keys = [self.prefix + f"ready:{level}" for level in range(self.levels.levels)]
         self.budget = budget or HostBudget()
         self.lease_seconds = lease_seconds
         self.hold_new_hosts = hold_new_hosts
         self.worker_id = worker_id or default_worker_id()
         self.worker_timeout = worker_timeout
         self.new_hosts: list[str] = []
-        self._scripts = {name: client.register_script(body) for name, body in (
-            ("add", _ADD_BLOOM if self.bloom else _ADD), ("claim", _CLAIM), ("times", _TIMES),
-            ("fetched", _FETCHED), ("ack", _ACK), ("requeue", _REQUEUE), ("reap", _REAP), ("key", _KEY),
-            ("heartbeat", _HEARTBEAT), ("due", _DUE), ("requeue_dead", _REQUEUE_DEAD),
-            ("revisit", _REVISIT), ("dead_host", _DEAD_HOST), ("demote", _DEMOTE),
-            ("force", _FORCE))}
+        self._scripts = {name: client.register_script(body)
+                         for name, body in scripts.bodies(bloom=bool(self.bloom)).items()}
         self._known_hosts: set[str] = set()
-        # (fp, token): its group's times as its claim read them, until its fetch is reported.
-        self._claim_times: dict[tuple[int, int], tuple[bytes, bytes, bytes]] = {}
+        self._cursor = 0  # this worker's position in the level cycle (PriorityLevels.host_level)
+        # (fp, token): its group's times as its claim read them ('backoff last_gap crawl_delay'),
+        # until its fetch is reported.
+        self._claim_times: dict[tuple[int, int], bytes] = {}
         if self.bloom:  # allocate each new bitmap whole: grown bit by bit, Redis doubles it
             allocate = client.register_script(
                 "if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SETBIT', KEYS[1], ARGV[1], 0) end")
@@ -176,7 +106,8 @@ class RedisFrontier:
                 allocate(keys=[self.prefix + f"bloom:{i}"], args=[self.bloom.bits - 1])
 
     def _run(self, name: str, *args: object) -> object:
-        base = [self.levels.levels, self.budget.pages]
+        left = self.budget.left(0)
+        base = [self.levels.levels, "" if left is None else left]
         return self._scripts[name](keys=[self.prefix], args=[*base, *args])
 
     @staticmethod
@@ -199,7 +130,7 @@ class RedisFrontier:
                 key, seen = self.bloom.locate(e.fp)
             else:
                 key, seen = e.fp >> shift, (e.fp & self._field_mask).to_bytes(self._field_bytes, "big")
-            args += [key, seen, self._fp(e.fp).hex(), e.host, min(e.level, self.levels.levels - 1), e.request]
+            args += [key, seen, self._fp(e.fp).hex(), e.host, min(e.level, self.levels.lowest), e.request]
             if self.hold_new_hosts and e.host not in self._known_hosts:
                 self._known_hosts.add(e.host)
                 if self.redis.hget(self.prefix + f"host:{e.host}", "held") != b"0":
@@ -208,7 +139,7 @@ class RedisFrontier:
         again = [i for i, flag in enumerate(added) if force and not flag]
         if again:
             forced = self._run("force", *[a for i in again for a in (
-                self._fp(entries[i].fp).hex(), entries[i].host, min(entries[i].level, self.levels.levels - 1),
+                self._fp(entries[i].fp).hex(), entries[i].host, min(entries[i].level, self.levels.lowest),
                 entries[i].request)])
             for i, flag in zip(again, forced, strict=True):
                 added[i] = bool(flag)
@@ -221,15 +152,27 @@ class RedisFrontier:
     def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
         """Up to ``limit`` claims, one per due host, in one round trip; and, when fewer,
         the seconds until the next host is due (None: nothing queued)."""
-        result = self._run("claim", now, now + self.lease_seconds, min(limit, _MOST_CLAIMS), self.worker_id,
-                           *self.levels.weights())
+        return self.claim_in_order(now, limit, None)
+
+    def claim_in_order(self, now: float, limit: int, order: list[int] | None
+                       ) -> tuple[list[Claim], float | None]:
+        """``claim_many``, claim k preferring hosts of level ``order[k]`` (the rule:
+        PriorityLevels.host_level); None: this worker's next positions of the level cycle
+        (a sharded frontier plans its own order across its shards)."""
+        most = min(limit, _MOST_CLAIMS)
+        cycle = self.levels.cycle
+        if order is None:
+            order = [cycle[(self._cursor + k) % len(cycle)] for k in range(min(most, len(cycle)))]
+        result = self._run("claim", now, now + self.lease_seconds, most, self.worker_id,
+                           len(order), len(cycle), *order, *cycle)
         wait = result[0].decode()
         claims = [Claim(int(result[i], 16), result[i + 2].decode(), int(result[i + 1]),
-                        result[i + 3].decode()) for i in range(1, len(result), 7)]
+                        result[i + 3].decode()) for i in range(1, len(result), 5)]
         if len(self._claim_times) > _CLAIM_TIMES_KEPT:  # leases that ended without a fetch
             self._claim_times.clear()
-        for claim, i in zip(claims, range(1, len(result), 7), strict=True):
-            self._claim_times[claim.fp, claim.token] = tuple(result[i + 4:i + 7])
+        for claim, i in zip(claims, range(1, len(result), 5), strict=True):
+            self._claim_times[claim.fp, claim.token] = result[i + 4]
+        self._cursor = (self._cursor + len(claims)) % len(cycle)
         return claims, (float(wait) if wait else None) if len(claims) < limit else None
 
     def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
@@ -252,16 +195,16 @@ class RedisFrontier:
             if unread:
                 read = self._run("times", *[a for i in unread for a in (
                     self._fp(fetches[i].fp).hex(), fetches[i].token)])
-                times.update((i, tuple(r[1:])) for i, r in zip(unread, read, strict=True) if int(r[0]))
+                times.update((i, r[1]) for i, r in zip(unread, read, strict=True) if int(r[0]))
             decided, args = [], []
             for i, stored in times.items():
                 f = fetches[i]
-                backoff, last_gap, crawl_delay = (float(v) for v in stored)
+                backoff, last_gap, crawl_delay = (float(v) for v in stored.split())
                 host = HostTimes(backoff=backoff, crawl_delay=crawl_delay, last_gap=last_gap)
                 gap = self.policy.after_fetch(host, f.fetch_seconds, f.status, f.retry_after)
-                checked = list(stored) if attempt < 2 else ["", "", ""]  # the last: as read
                 args += [self._fp(f.fp).hex(), f.token, max(f.now + gap, f.hold_until), host.backoff,
-                         host.last_gap, "failed" if f.status is None else "fetched", *checked]
+                         host.last_gap, "failed" if f.status is None else "fetched",
+                         stored if attempt < 2 else ""]  # the last: as read
                 decided.append((i, gap, bool(host.backoff and not backoff)))
             written = self._run("fetched", *args) if args else []
             times, unread = {}, []
@@ -346,13 +289,12 @@ class RedisFrontier:
         return int(self._run("dead_host", name, error, now))
 
     def host_queued(self, name: str) -> int:
-        pipe = self.redis.pipeline(transaction=False)
-        for level in range(self.levels.levels):
-            pipe.llen(self.prefix + f"q:{name}:{level}")
-        return sum(pipe.execute())
+        fields = [f"n{level}" for level in range(self.levels.levels)]
+        counts = self.redis.hmget(self.prefix + f"host:{name}", fields)
+        return sum(int(n or 0) for n in counts)
 
     def unanswered(self, name: str) -> int:
-        return int(self.redis.hincrby(self.prefix + "unanswered", name, 1))
+        return int(self._run("unanswered", name))
 
     @property
     def waiting(self) -> int:
@@ -390,8 +332,9 @@ class RedisFrontier:
         self._run("key", name, delay, "delay")
 
     def demote(self, name: str, margin: int) -> int:
-        fetched = int(self.redis.hget(self.prefix + f"host:{name}", "fetched") or 0)
-        return int(self._run("demote", name, self.budget.demoted(fetched, margin).pages))
+        claimed = int(self.redis.hget(self.prefix + f"host:{name}", "claims") or 0)
+        pages = self.budget.demoted_left(claimed, margin)
+        return int(self._run("demote", name, pages, self.levels.lowest))
 
     # ---------------------------------------------------------------- reporting
 
@@ -417,10 +360,15 @@ class RedisFrontier:
         return max(0, seen - self.queued - self.leased - self.waiting - dead)
 
     def gauges(self, now: float) -> dict[str, int]:
+        pipe = self.redis.pipeline(transaction=False)
+        for key in self.ready_keys:
+            pipe.zcard(key)
+            pipe.zcount(key, "-inf", now)
+        sizes = pipe.execute()
         return {"queued": self.queued, "leased": self.leased, "waiting": self.waiting,
                 "revisits": self.revisits,
-                "hosts/active": int(self.redis.zcard(self.prefix + "ready")) + self.leased,
-                "hosts/ready": int(self.redis.zcount(self.prefix + "ready", "-inf", now))}
+                "hosts/active": sum(sizes[0::2]) + self.leased,
+                "hosts/ready": sum(sizes[1::2])}
 
     def count(self, key: str, n: int = 1) -> None:
         """Add to a crawl-wide counter (readable while the crawl runs: ``scrapy crawlstats``)."""

@@ -11,6 +11,7 @@ from typing import TypeVar
 from redis import Redis, RedisCluster, RedisError
 
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
+from crawler.frontier.policy import plan_claims
 from crawler.frontier.redis import RedisFrontier, default_worker_id
 
 T = TypeVar("T")
@@ -23,8 +24,10 @@ class ShardedRedisFrontier:
     live on its shard, so no step spans two servers and adding a server moves only
     about 1/N of the hosts. (Per-IP politeness holds within a shard.)
 
-    Claims take the shards in turn: hosts come earliest-allowed first within a shard,
-    not across shards (that would cost a round trip to every shard per claim).
+    A claim round reads the head of every shard's ready sets (a pipeline per shard), and
+    the policy plans it across the shards (``plan_claims``: the most urgent level first,
+    with its biased share for low ones, the earliest-allowed host of a level first); then
+    each shard with claims planned runs one claim script following its part of the plan.
 
     The shard is part of each lease token (``token * shards + shard``), so the calls
     that take a lease find their server without a lookup.
@@ -37,6 +40,8 @@ class ShardedRedisFrontier:
             raise ValueError("no Redis shards")
         self.shards = shards
         self.policy = shards[0].policy
+        self.levels = shards[0].levels
+        self._cursor = 0  # this worker's position in the level cycle (PriorityLevels.host_level)
         self.lease_seconds = shards[0].lease_seconds
         ring = sorted(
             (int.from_bytes(hashlib.blake2b(f"{i}:{v}".encode(), digest_size=8).digest(), "big"), i)
@@ -44,7 +49,6 @@ class ShardedRedisFrontier:
         )
         self._points = [point for point, _ in ring]
         self._owners = [owner for _, owner in ring]
-        self._turn = 0
 
     def shard_of(self, host: str) -> int:
         point = int.from_bytes(hashlib.blake2b(host.encode(), digest_size=8).digest(), "big")
@@ -102,41 +106,52 @@ class ShardedRedisFrontier:
                              lambda shard, group: shard.add(group, force), False)
 
     def next(self, now: float) -> Claim | float | None:
-        """A claim from the shards in turn; else the shortest wait among them."""
-        wait = None
-        count = len(self.shards)
-        self._turn = (self._turn + 1) % count
-        for step in range(count):
-            index = (self._turn + step) % count
-            result = self.shards[index].next(now)
-            if isinstance(result, Claim):
-                result.token = result.token * count + index
-                return result
-            if result is not None:
-                wait = result if wait is None else min(wait, result)
-        return wait
+        claims, wait = self.claim_many(now, 1)
+        return claims[0] if claims else wait
 
     def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
                 retry_after: float | None = None, hold_until: float = 0.0) -> float | None:
         shard, local = self._by_token(token)
         return shard.fetched(fp, local, now, fetch_seconds, status, retry_after, hold_until)
 
+    def _peek(self, now: float, limit: int) -> dict[int, list[list[tuple[bytes, float]]]]:
+        """Each shard's first ``limit`` hosts of each level's ready set, by allowed time."""
+        def heads(shard: RedisFrontier) -> list[list[tuple[bytes, float]]]:
+            pipe = shard.redis.pipeline(transaction=False)
+            for key in shard.ready_keys:
+                pipe.zrange(key, 0, limit - 1, withscores=True)
+            return pipe.execute()
+        return dict(enumerate(self._over_all(heads)))
+
+    def _claim_shards(self, now: float, plan: dict[int, list[int]]
+                      ) -> dict[int, tuple[list[Claim], float | None]]:
+        """Each planned shard's claims, following its levels (``ClusterFrontier``: at once)."""
+        return self._each({index: functools.partial(self.shards[index].claim_in_order, now, len(order), order)
+                           for index, order in plan.items()})
+
     def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
+        """Up to ``limit`` claims across the shards as the policy plans them from the heads
+        of their ready sets; when fewer, the seconds until one is due (None: none queued)."""
+        heads = self._peek(now, limit)
+        due = {(index, level): [(score, host) for host, score in head if score <= now]
+               for index, shard_heads in heads.items() for level, head in enumerate(shard_heads)}
+        plan = plan_claims(self.levels, self._cursor, due, limit)
+        waits = [min(head[0][1] for head in shard_heads if head) - now
+                 for index, shard_heads in heads.items() if index not in plan and any(shard_heads)]
         claims: list[Claim] = []
-        wait = None
         count = len(self.shards)
-        self._turn = (self._turn + 1) % count
-        for step in range(count):
-            index = (self._turn + step) % count
-            got, shard_wait = self.shards[index].claim_many(now, limit - len(claims))
+        for index, (got, wait) in self._claim_shards(now, plan).items():
             for claim in got:
                 claim.token = claim.token * count + index
             claims += got
-            if shard_wait is not None:
-                wait = shard_wait if wait is None else min(wait, shard_wait)
-            if len(claims) == limit:
-                return claims, None
-        return claims, wait
+            if wait is not None:
+                waits.append(wait)
+            elif sum(len(due[index, level]) for level in range(self.levels.levels)) > len(got):
+                waits.append(0.0)  # more were due there than it was asked for
+        self._cursor = (self._cursor + len(claims)) % len(self.levels.cycle)
+        if len(claims) >= limit:
+            return claims, None
+        return claims, min(waits) if waits else None
 
     def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
         """Each shard's fetches in one batch (two round trips a shard)."""

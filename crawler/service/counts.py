@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from crawler.frontier.api import FETCH_SECONDS_BUCKETS
 from crawler.frontier.connection import redis_clients, uses_redis
-from crawler.frontier.embedded import read_counts, read_host_queues
+from crawler.frontier.embedded_store import read_counts, read_host_queues
 from crawler.frontier.redis import RedisFrontier
 from crawler.frontier.sharded import ShardedRedisFrontier, open_redis_frontier
 from crawler.paths import embedded_frontier_path

@@ -1,63 +1,81 @@
 -- ARGV[3] now, ARGV[4] lease expiry, ARGV[5] most claims (a few thousand at most, as Lua's
--- unpack allows), ARGV[6] worker id; weights per level follow. Claims up to ARGV[5] URLs,
--- one per due host (the leases' tokens taken from P tokens at once). Returns {wait, fp,
--- token, host, request, backoff, last_gap, crawl_delay, ...}: wait is the seconds until the
--- next host is due when fewer were claimed ('' when none is queued, '0' when full); the
--- last three are the group's times as stored, so that the release after the fetch need not
--- read them again (fetched.lua checks they still hold).
+-- unpack allows), ARGV[6] worker id, ARGV[7] how many levels O follow (the policy's order of
+-- levels across hosts for these claims: claim k takes the earliest due host of level
+-- O[k mod #O], else of the most urgent level with a due host; a host counts at its best
+-- queued URL's level), ARGV[8] the cycle's length C; then O, then the cycle (within a host,
+-- its cursor walks the cycle to the next level with URLs queued). PriorityLevels.host_level
+-- and next_level are the rules; this script only follows them.
+-- Claims up to ARGV[5] URLs, one per due host (the leases' tokens taken from P tokens at
+-- once). Returns {wait, fp, token, host, request, times, ...}: wait is the seconds until the
+-- next host is due when fewer were claimed ('' when none is queued, '0' when full); times is
+-- the group's 'backoff last_gap crawl_delay' as stored, so that the release after the fetch
+-- need not read them again (fetched.lua checks they still hold).
 local now, most, worker = tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[6]
-local levels = tonumber(ARGV[1])
-local fields = {'group', 'held', 'fetched'}  -- then the level credits c0, c1, ...
-for level = 0, levels - 1 do fields[level + 4] = 'c' .. level end
+local orders, size = tonumber(ARGV[7]), tonumber(ARGV[8])
+local order, cycle = {}, {}
+for k = 0, orders - 1 do order[k] = ARGV[9 + k] end
+for k = 0, size - 1 do cycle[k] = ARGV[9 + orders + k] end
+local fields = {'group', 'held', 'left', 'cur'}  -- then the host's URLs queued per level, n0, n1, ...
+for level = 0, LEVELS - 1 do fields[level + 5] = 'n' .. level end
+local closed, wait = {}, nil  -- levels with no due host left; the earliest time among them
+local function take(level)
+  -- the earliest due host of the level's ready set, out of it; nil (and the level closed): none
+  if closed[level] then return nil end
+  local top = redis.call('ZPOPMIN', P .. 'ready:' .. level)
+  if #top == 0 then closed[level] = true; return nil end
+  local allowed = tonumber(top[2])
+  if allowed > now then  -- not due yet: back in its place
+    redis.call('ZADD', P .. 'ready:' .. level, top[2], top[1])
+    closed[level] = true
+    if not wait or allowed - now < wait then wait = allowed - now end
+    return nil
+  end
+  return top[1], allowed
+end
 local out = {'0'}
 local claimed, token = 0, nil
 local leases, fps = {}, {}  -- written in one ZADD and one SADD at the end
 while claimed < most do
-  local top = redis.call('ZPOPMIN', P .. 'ready')
-  if #top == 0 then out[1] = ''; break end
-  local host, allowed = top[1], tonumber(top[2])
-  if allowed > now then  -- not due yet: back in its place
-    redis.call('ZADD', P .. 'ready', top[2], host)
-    out[1] = tostring(allowed - now)
+  local host, allowed = take(order[claimed % orders])
+  for level = 0, LEVELS - 1 do
+    if host then break end
+    host, allowed = take(tostring(level))
+  end
+  if not host then
+    out[1] = wait and tostring(wait) or ''
     break
   end
   local h = P .. 'host:' .. host
   local stored = redis.call('HMGET', h, unpack(fields))  -- one read of all the host needs
-  local group, held = stored[1], stored[2]
+  local group, held, left = stored[1], stored[2], stored[3]
   local g = P .. 'group:' .. group
-  local next_allowed, busy, backoff, last_gap, delay = unpack(redis.call(
-    'HMGET', g, 'next_allowed', 'busy', 'backoff', 'last_gap', 'crawl_delay'))
-  local group_allowed = tonumber(next_allowed or '0')
-  if held ~= '1' and not busy then
-    if group_allowed > allowed then
+  local next_allowed, busy, backoff, last_gap, delay, shared = unpack(redis.call(
+    'HMGET', g, 'next_allowed', 'busy', 'backoff', 'last_gap', 'crawl_delay', 'shared'))
+  if held ~= '1' and (busy or '0') == '0' then
+    if tonumber(next_allowed or '0') > allowed then
       schedule(host)  -- another host of its group fetched since: back at the right time
     else
-      -- smooth weighted round robin among non-empty levels
-      local best, total, credits = -1, 0, {}
-      for level = 0, levels - 1 do
-        credits[level] = tonumber(stored[level + 4] or '0')
-        if redis.call('LLEN', P .. 'q:' .. host .. ':' .. level) > 0 then
-          local w = tonumber(ARGV[7 + level])
-          credits[level] = credits[level] + w
-          total = total + w
-          if best < 0 or credits[level] > credits[best] then best = level end
-        end
+      local cur, best = tonumber(stored[4] or '0'), nil
+      for step = 0, size - 1 do  -- the host's cursor to the next level with URLs queued
+        local level = tonumber(cycle[(cur + step) % size])
+        if tonumber(stored[level + 5] or '0') > 0 then best = level; cur = (cur + step + 1) % size; break end
       end
-      if best >= 0 then
-        credits[best] = credits[best] - total
-        local pairs_ = {'fetched', tonumber(stored[3] or '0') + 1}
-        for level = 0, levels - 1 do
-          pairs_[#pairs_ + 1] = 'c' .. level
-          pairs_[#pairs_ + 1] = credits[level]
+      if best then
+        local n = 'n' .. best
+        if left then
+          redis.call('HSET', h, 'cur', cur, n, tonumber(stored[best + 5]) - 1, 'left', tonumber(left) - 1)
+        else
+          redis.call('HSET', h, 'cur', cur, n, tonumber(stored[best + 5]) - 1)
         end
-        redis.call('HSET', h, unpack(pairs_))
-        local entry = cjson.decode(redis.call('LPOP', P .. 'q:' .. host .. ':' .. best))
-        local fp, request = entry[1], entry[2]
+        local fp, request = entry(redis.call('LPOP', P .. 'q:' .. host .. ':' .. best))
         -- the tokens of this call's leases, taken from P tokens at once
         token = token and token + 1 or redis.call('INCRBY', P .. 'tokens', most) - most + 1
         claimed = claimed + 1
+        redis.call('HINCRBY', h, 'claims', 1)  -- what HostBudget.demoted_left counts from
         redis.call('HINCRBY', g, 'busy', 1)
-        redis.call('ZREM', P .. 'ready', unpack(redis.call('SMEMBERS', P .. 'members:' .. group)))
+        for _, member in ipairs(members(group, host, shared)) do
+          if member ~= host then unready(member) end  -- its group is busy now
+        end
         redis.call('HSET', P .. 'lease:' .. fp, 'token', token, 'host', host, 'level', best,
                    'request', request, 'fetching', 1, 'worker', worker)
         leases[#leases + 1] = ARGV[4]
@@ -67,9 +85,7 @@ while claimed < most do
         out[#out + 1] = token
         out[#out + 1] = host
         out[#out + 1] = request
-        out[#out + 1] = backoff or '0'
-        out[#out + 1] = last_gap or '0'
-        out[#out + 1] = delay or '0'
+        out[#out + 1] = (backoff or '0') .. ' ' .. (last_gap or '0') .. ' ' .. (delay or '0')
       end
     end
   end

@@ -1,20 +1,21 @@
 -- ARGV[3] host, ARGV[4] error, ARGV[5] now: every queued URL of the host becomes a dead
 -- letter with that error; how many
 local host = ARGV[3]
+local h = P .. 'host:' .. host
 local dead = 0
-for level = 0, tonumber(ARGV[1]) - 1 do
+for level = 0, LEVELS - 1 do
   local q = P .. 'q:' .. host .. ':' .. level
   for _, item in ipairs(redis.call('LRANGE', q, 0, -1)) do
-    local entry = cjson.decode(item)
-    redis.call('HSET', P .. 'dead', entry[1],
-               cjson.encode({host, level, entry[2], ARGV[4], tonumber(ARGV[5])}))
+    local fp, request = entry(item)
+    redis.call('HSET', P .. 'dead', fp, cjson.encode({host, level, request, ARGV[4], tonumber(ARGV[5])}))
     dead = dead + 1
   end
   redis.call('DEL', q)
+  redis.call('HDEL', h, 'n' .. level)
 end
 if dead > 0 then
   redis.call('HINCRBY', P .. 'counters', 'queued', -dead)
   redis.call('HINCRBY', P .. 'counters', 'dead_letters', dead)
-  redis.call('ZREM', P .. 'ready', host)
+  unready(host)
 end
 return dead

@@ -4,10 +4,8 @@ local set = P .. ARGV[4]
 local due = redis.call('ZRANGEBYSCORE', set, '-inf', ARGV[3], 'LIMIT', 0, tonumber(ARGV[5]))
 for _, fp in ipairs(due) do
   local r = P .. 'retry:' .. fp
-  local host = redis.call('HGET', r, 'host')
-  redis.call('RPUSH', P .. 'q:' .. host .. ':' .. redis.call('HGET', r, 'level'),
-             cjson.encode({fp, redis.call('HGET', r, 'request')}))
-  redis.call('HINCRBY', P .. 'counters', 'queued', 1)
+  local host, level, request = unpack(redis.call('HMGET', r, 'host', 'level', 'request'))
+  enqueue(host, level, fp, request)
   redis.call('DEL', r)
   redis.call('ZREM', set, fp)
   schedule(host)

@@ -1,34 +1,38 @@
 -- ARGV[3..] groups of (fp, token, next_allowed, backoff, last_gap, 'fetched' or 'failed',
--- backoff, last_gap, crawl_delay the policy read): the policy's verdict on each fetch that
--- ended, written and its host released, if the group's times are still those the policy
--- read ('' for each: no check). Returns 1, 0 (a stale token) or 2 (times changed since they
+-- the group's 'backoff last_gap crawl_delay' the policy read): the policy's verdict on each
+-- fetch that ended, written and its host released, if the group's times are still those the
+-- policy read ('': no check). Returns 1, 0 (a stale token) or 2 (times changed since they
 -- were read: nothing written, read them and decide again) for each. A fetch answered ends
--- its host's run of unanswered ones.
+-- its host's run of unanswered ones (ua in its hash).
 local out = {}
-for i = 3, #ARGV, 9 do
+local counts = {fetched = 0, failed = 0}
+for i = 3, #ARGV, 7 do
   local l = P .. 'lease:' .. ARGV[i]
   local token, fetching, host = unpack(redis.call('HMGET', l, 'token', 'fetching', 'host'))
   if token ~= ARGV[i + 1] or fetching ~= '1' then
     out[#out + 1] = 0
   else
-    local group = redis.call('HGET', P .. 'host:' .. host, 'group')
+    local h = P .. 'host:' .. host
+    local group, unanswered = unpack(redis.call('HMGET', h, 'group', 'ua'))
     local g = P .. 'group:' .. group
-    local held = true
-    if ARGV[i + 6] ~= '' then
-      local backoff, last_gap, delay = unpack(redis.call('HMGET', g, 'backoff', 'last_gap', 'crawl_delay'))
-      held = (backoff or '0') == ARGV[i + 6] and (last_gap or '0') == ARGV[i + 7]
-        and (delay or '0') == ARGV[i + 8]
-    end
-    if not held then
+    local backoff, last_gap, delay, busy, shared = unpack(redis.call(
+      'HMGET', g, 'backoff', 'last_gap', 'crawl_delay', 'busy', 'shared'))
+    local read = (backoff or '0') .. ' ' .. (last_gap or '0') .. ' ' .. (delay or '0')
+    if ARGV[i + 6] ~= '' and read ~= ARGV[i + 6] then
       out[#out + 1] = 2
     else
       redis.call('HSET', l, 'fetching', 0)
-      redis.call('HINCRBY', P .. 'counters', ARGV[i + 5], 1)
-      if ARGV[i + 5] == 'fetched' then redis.call('HDEL', P .. 'unanswered', host) end
-      redis.call('HSET', g, 'next_allowed', ARGV[i + 2], 'backoff', ARGV[i + 3], 'last_gap', ARGV[i + 4])
-      release(group, ARGV[i + 2])
+      counts[ARGV[i + 5]] = counts[ARGV[i + 5]] + 1
+      if unanswered and ARGV[i + 5] == 'fetched' then redis.call('HDEL', h, 'ua') end
+      local times = {'next_allowed', ARGV[i + 2], 'backoff', ARGV[i + 3], 'last_gap', ARGV[i + 4]}
+      if busy == '1' then times[7], times[8] = 'busy', 0 end  -- its only fetch: freed in this write
+      redis.call('HSET', g, unpack(times))
+      release(group, host, ARGV[i + 2], busy, shared)
       out[#out + 1] = 1
     end
   end
+end
+for what, n in pairs(counts) do
+  if n > 0 then redis.call('HINCRBY', P .. 'counters', what, n) end
 end
 return out

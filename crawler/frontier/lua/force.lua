@@ -8,26 +8,22 @@ for i = 3, #ARGV, 4 do
   local again = redis.call('EXISTS', P .. 'lease:' .. fp) == 0
     and not redis.call('ZSCORE', P .. 'waiting', fp) and redis.call('HEXISTS', P .. 'dead', fp) == 0
   if again then  -- queued? (a scan of the host's queues: forced adds are rare)
-    local head = '["' .. fp .. '"'
-    for l = 0, tonumber(ARGV[1]) - 1 do
+    for l = 0, LEVELS - 1 do
       for _, item in ipairs(redis.call('LRANGE', P .. 'q:' .. host .. ':' .. l, 0, -1)) do
-        if string.sub(item, 1, #head) == head then again = false; break end
+        if entry(item) == fp then again = false; break end
       end
       if not again then break end
     end
   end
-  local own = redis.call('HGET', h, 'budget')  -- a demoted host: its own budget, the lowest level
-  local budget = tonumber(own or ARGV[2])
-  if again and budget > 0 and tonumber(redis.call('HGET', h, 'fetched')) >= budget then
+  local left, pinned = unpack(redis.call('HMGET', h, 'left', 'level'))  -- pinned: a demoted host's level
+  if again and spent(left) then
     redis.call('HINCRBY', P .. 'counters', 'dropped/seen', -1)
     redis.call('HINCRBY', P .. 'counters', 'dropped/budget', 1)
     again = false
   end
   if again then
-    if own then level = tonumber(ARGV[1]) - 1 end
     if redis.call('ZREM', P .. 'revisits', fp) == 1 then redis.call('DEL', P .. 'retry:' .. fp) end
-    redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, cjson.encode({fp, request}))
-    redis.call('HINCRBY', P .. 'counters', 'queued', 1)
+    enqueue(host, pinned or level, fp, request)
     redis.call('HINCRBY', P .. 'counters', 'dropped/seen', -1)
     schedule(host)
   end

@@ -6,12 +6,12 @@ if what == 'key' then
   -- a host keeps the first key it is given; a fetch in flight moves with it
   if group ~= value and group == host then
     redis.call('SREM', P .. 'members:' .. group, host)
-    redis.call('SADD', P .. 'members:' .. value, host)
     redis.call('HSET', h, 'group', value)
     local old, g = P .. 'group:' .. group, P .. 'group:' .. value
     if redis.call('EXISTS', g) == 0 then
       redis.call('HSET', g, 'next_allowed', redis.call('HGET', old, 'next_allowed') or 0)
     end
+    join(value, host)
     local busy = tonumber(redis.call('HGET', old, 'busy') or '0')
     if busy > 0 then
       redis.call('HDEL', old, 'busy')
@@ -26,6 +26,6 @@ elseif what == 'defer' then
 else
   redis.call('HSET', P .. 'group:' .. group, 'crawl_delay', value)
 end
-redis.call('ZREM', P .. 'ready', host)
+unready(host)
 schedule(host)
 return 1

@@ -3,15 +3,14 @@ local expired = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', ARGV[3])
 for _, fp in ipairs(expired) do
   local l = P .. 'lease:' .. fp
   local host, level = redis.call('HGET', l, 'host'), redis.call('HGET', l, 'level')
-  redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, cjson.encode({fp, redis.call('HGET', l, 'request')}))
-  redis.call('HINCRBY', P .. 'counters', 'queued', 1)
+  enqueue(host, level, fp, redis.call('HGET', l, 'request'))
   local fetching = redis.call('HGET', l, 'fetching')
   redis.call('SREM', P .. 'worker:' .. (redis.call('HGET', l, 'worker') or ''), fp)
   redis.call('DEL', l)
   redis.call('ZREM', P .. 'leases', fp)
   local group = redis.call('HGET', P .. 'host:' .. host, 'group')
   if fetching == '1' then
-    release(group)
+    release(group, host)
   else
     schedule(host)
   end

@@ -7,8 +7,7 @@ local token, host, fetching, level, worker = unpack(
   redis.call('HMGET', l, 'token', 'host', 'fetching', 'level', 'worker'))
 if token ~= ARGV[4] then return 0 end
 if ARGV[5] == '1' then
-  redis.call('RPUSH', P .. 'q:' .. host .. ':' .. level, cjson.encode({fp, ARGV[6]}))
-  redis.call('HINCRBY', P .. 'counters', 'queued', 1)
+  enqueue(host, level, fp, ARGV[6])
 elseif ARGV[5] == '2' then
   redis.call('ZADD', P .. 'waiting', tonumber(ARGV[7]), fp)
   redis.call('HSET', P .. 'retry:' .. fp, 'host', host, 'level', level, 'request', ARGV[6])

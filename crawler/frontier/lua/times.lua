@@ -1,6 +1,6 @@
--- ARGV[3..] (fp, token) pairs of leases whose fetch ended: for each, {1, backoff, last_gap,
--- crawl_delay} of its politeness group, read for the policy, or {0} when the token no
--- longer holds a fetching lease.
+-- ARGV[3..] (fp, token) pairs of leases whose fetch ended: for each, {1, times}, times the
+-- 'backoff last_gap crawl_delay' of its politeness group, read for the policy, or {0} when
+-- the token no longer holds a fetching lease.
 local out = {}
 for i = 3, #ARGV, 2 do
   local l = P .. 'lease:' .. ARGV[i]
@@ -10,7 +10,7 @@ for i = 3, #ARGV, 2 do
   else
     local g = P .. 'group:' .. redis.call('HGET', P .. 'host:' .. host, 'group')
     local backoff, last_gap, delay = unpack(redis.call('HMGET', g, 'backoff', 'last_gap', 'crawl_delay'))
-    out[#out + 1] = {1, backoff or '0', last_gap or '0', delay or '0'}
+    out[#out + 1] = {1, (backoff or '0') .. ' ' .. (last_gap or '0') .. ' ' .. (delay or '0')}
   end
 end
 return out
