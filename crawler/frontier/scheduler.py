@@ -215,13 +215,15 @@ class FrontierScheduler(BaseScheduler):
 
     async def _close(self) -> None:
         await self.link.give_back()
-        # Requests still in progress keep their lease: the next run fetches them again.
         self.fetches.flush()
         self._ack_finished()
         outbox = self.link.outbox
         if await outbox.drain():
             self._upkeeping = False
             await self._housekeeping()
+            # Requests still in progress end their leases: other workers (or the next run)
+            # fetch them again without waiting out this worker's heartbeat timeout.
+            await self.link.run(self.frontier.leave, time.time())
             if not self.persist and not isinstance(self.frontier, EmbeddedFrontier):
                 await self.link.run(self._forget_if_finished)
         else:

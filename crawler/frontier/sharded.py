@@ -184,8 +184,16 @@ class ShardedRedisFrontier:
         return sum(self._over_all(lambda shard: shard.reap(now), partial=True))
 
     def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
-        found = self._over_all(lambda shard: shard.heartbeat(now), partial=True)
-        return [dead for dead_on_shard in found for dead in dead_on_shard]
+        """One line per dead worker, however many shards held its leases."""
+        found: dict[str, tuple[int, float]] = {}
+        for dead_on_shard in self._over_all(lambda shard: shard.heartbeat(now), partial=True):
+            for worker, leases, silent in dead_on_shard:
+                held, _ = found.get(worker, (0, 0.0))
+                found[worker] = (held + leases, silent)
+        return [(worker, held, silent) for worker, (held, silent) in found.items()]
+
+    def leave(self, now: float) -> int:
+        return sum(self._over_all(lambda shard: shard.leave(now), partial=True))
 
     def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
         shard, local = self._by_token(token)

@@ -115,3 +115,14 @@ local function end_lease(fp, l, host, fetching, worker)
   redis.call('ZREM', P .. 'leases', fp)
   if fetching == '1' then release(redis.call('HGET', P .. 'host:' .. host, 'group'), host) end
 end
+local function end_worker(worker)
+  -- a worker is gone (silent, or it left): its leases end now, so the reap that follows queues
+  -- their URLs again and frees their hosts, and it is listed no more; returns how many it held
+  local w = P .. 'worker:' .. worker
+  local fps = redis.call('SMEMBERS', w)
+  for _, fp in ipairs(fps) do redis.call('ZADD', P .. 'leases', 'XX', 0, fp) end
+  redis.call('DEL', w)
+  redis.call('ZREM', P .. 'workers', worker)
+  redis.call('HDEL', P .. 'quiet', worker)
+  return #fps
+end

@@ -24,13 +24,7 @@ local dead = redis.call('ZRANGEBYSCORE', P .. 'workers', '-inf', now - tonumber(
 local found = {}
 for i = 1, #dead, 2 do
   local worker, beat = dead[i], tonumber(dead[i + 1])
-  local w = P .. 'worker:' .. worker
-  local fps = redis.call('SMEMBERS', w)
-  for _, fp in ipairs(fps) do redis.call('ZADD', P .. 'leases', 'XX', 0, fp) end
-  redis.call('DEL', w)
-  redis.call('ZREM', P .. 'workers', worker)
-  redis.call('HDEL', P .. 'quiet', worker)
-  found[#found + 1] = {worker, #fps, tostring(now - beat)}
+  found[#found + 1] = {worker, end_worker(worker), tostring(now - beat)}
 end
 if #found > 0 then redis.call('HINCRBY', P .. 'counters', 'workers/lost', #found) end
 return found
