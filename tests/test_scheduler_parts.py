@@ -9,13 +9,17 @@ import time
 from redis import ConnectionError as RedisConnectionError
 from scrapy import Request
 from scrapy.http import Response
+from scrapy.signalmanager import SignalManager
 
+from crawler import signals as crawler_signals
 from crawler.frontier.api import Entry
 from crawler.frontier.calls import InlineCalls
 from crawler.frontier.codec import FAILED_META, revisit_request
 from crawler.frontier.fetches import FETCH_META, FetchReports
+from crawler.frontier.host_news import HostNews
 from crawler.frontier.leases import LeaseBook
 from crawler.frontier.outbox import Outbox, run_steps
+from crawler.frontier.policy import PolitenessPolicy
 from crawler.frontier.shard_steps import ShardPauses
 from crawler.frontier.upkeep import Counts, PendingCounts
 
@@ -226,3 +230,21 @@ def test_shards_failing_in_threads_at_once_are_said_once(caplog):
             thread.join(timeout=10)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "unreachable" in warnings[0], warnings
+
+
+def test_host_news_from_signals_become_frontier_steps():
+    steps = []
+    news = HostNews(lambda *step: steps.append(step), PolitenessPolicy(min_delay=1.0, delay_factor=0.0))
+    manager = SignalManager()
+    news.connect(manager)
+    manager.send_catch_log(crawler_signals.robots_crawl_delay, host="a.test", delay=5.0)
+    manager.send_catch_log(crawler_signals.host_demoted, host="b.test", margin=10)
+    answers = manager.send_catch_log(crawler_signals.host_unavailable, host="c.test", until=99.0)
+    before = time.time()
+    manager.send_catch_log(crawler_signals.robots_fetched, host="d.test", seconds=0.2)
+    assert steps[:3] == [("set_crawl_delay", "a.test", 5.0), ("demote", "b.test", 10),
+                         ("defer", "c.test", 99.0)]
+    assert [answer for _, answer in answers] == [True]  # its requests may come back
+    name, host, until = steps[3]
+    assert (name, host) == ("defer", "d.test")
+    assert before + 1.0 <= until <= time.time() + 1.0  # the policy's gap after it

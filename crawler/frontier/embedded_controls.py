@@ -59,8 +59,8 @@ class HostControls:
 
     def demote(self, name: str, margin: int) -> int:
         """Host ``name``'s queued URLs go to the lowest level (later ones too), and its
-        pages left become ``margin`` more from its claims so far, within the crawl's budget (``HostBudget.demoted_left``);
-        returns how many URLs moved."""
+        pages left become ``margin`` more from its claims so far, within the crawl's budget
+        (``HostBudget.demoted_left``); returns how many URLs moved."""
         host = self._host(name)
         host.left, host.pinned = self.budget.demoted_left(host.fetched, margin), True
         self.db.execute("INSERT OR REPLACE INTO demoted VALUES (?, ?)", (host.id, host.fetched + host.left))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -24,12 +23,13 @@ from crawler.frontier.codec import (
     request_to_json,
     revisit_request,
 )
-from crawler.frontier.crawl_id import crawl_id_of, fresh_crawl_command
+from crawler.frontier.crawl_id import crawl_id_of
 from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.engine import EngineAdapter
 from crawler.frontier.factory import open_frontier
 from crawler.frontier.failures import FailureChain
 from crawler.frontier.fetches import FetchReports
+from crawler.frontier.host_news import HostNews
 from crawler.frontier.hostkeys import PolitenessKeys
 from crawler.frontier.intake import Intake
 from crawler.frontier.leases import LeaseBook
@@ -128,17 +128,15 @@ class FrontierScheduler(BaseScheduler):
                                      crawl_id, lambda: not self._closed, self.fetches, self._fetches_ended)
         self.keys = PolitenessKeys(lambda name, key: self._write("set_politeness_key", name, key),
                                    lambda: self.waker.in_seconds(0))
+        self.host_news = HostNews(self._write, frontier.policy)  # kept: signals hold weak references
+        self.host_news.connect(crawler.signals)
         for handler, signal in (
-            (self._crawl_delay, crawler_signals.robots_crawl_delay),
-            (self._host_unavailable, crawler_signals.host_unavailable),
-            (self._robots_fetched, crawler_signals.robots_fetched),
             (self._item_error, signals.item_error),
             (self._spider_error, signals.spider_error),
             (self._item_scraped, signals.item_scraped),
             (self._page_stored, crawler_signals.page_captured),
             (self._stored_safely, crawler_signals.store_safe),
             (self.failures.host_answered, signals.response_downloaded),
-            (self._host_demoted, crawler_signals.host_demoted),
         ):
             crawler.signals.connect(handler, signal=signal)
 
@@ -172,7 +170,7 @@ class FrontierScheduler(BaseScheduler):
         if opening.next_revisit is not None:
             self.revisit_timer.at(opening.next_revisit)
         if opening.done and not opening.pending and not self.continuous:
-            self._say_finished(opening)
+            opening.say_finished(self.crawl_id)
         elif opening.done or opening.counts.queued:
             logger.info("Resuming the crawl: %d URLs done, %d queued", opening.done, opening.counts.queued)
         self._key_new_hosts()
@@ -186,22 +184,6 @@ class FrontierScheduler(BaseScheduler):
             timer = LoopingCall(step)
             timer.start(interval, now=False)
             self._timers.append(timer)
-
-    def _say_finished(self, opening: Opening) -> None:
-        fresh = fresh_crawl_command(sys.argv, self.crawl_id, time.strftime("%Y%m%d-%H%M%S"))
-        if isinstance(self.frontier, EmbeddedFrontier):
-            how = f"delete {self.frontier.db_path.parent} and run the same command again, or run:\n  {fresh}"
-        else:
-            how = (f"run `scrapy forget {self.crawl_id} -s REDIS_URL=...` and the same command again, "
-                   f"or run:\n  {fresh}")
-        later = ""
-        if opening.next_revisit is not None:
-            next_at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(opening.next_revisit))
-            later = (f"; {opening.counts.revisits} URLs are revisited as they fall due (the next at "
-                     f"{next_at}): rerun then, or crawl with -s CRAWL_CONTINUOUS=True")
-        logger.warning("Crawl %s already finished (%d URLs done, state in %s): URLs seen then are not "
-                       "fetched again%s. To crawl afresh, %s",
-                       self.crawl_id, opening.done, opening.description, later, how)
 
     def close(self, reason: str) -> defer.Deferred:
         """Send every step still waiting (the engine waits for it), then close the frontier."""
@@ -411,29 +393,11 @@ class FrontierScheduler(BaseScheduler):
         if response is not None and response.request is not None:
             mark_failed(response.request, f"callback: {failure.type.__name__}: {failure.getErrorMessage()}")
 
-    # ---------------------------------------------------------------- host state
-
-    def _crawl_delay(self, host: str, delay: float) -> None:
-        self._write("set_crawl_delay", host, delay)
-
-    def _robots_fetched(self, host: str, seconds: float) -> bool:
-        """robots.txt was the host's fetch: its next one waits the policy's gap."""
-        self._write("defer", host, time.time() + self.frontier.policy.adaptive_gap(seconds))
-        return True
-
-    def _host_demoted(self, host: str, margin: int) -> None:
-        self._write("demote", host, margin)
-
     def _fetches_ended(self, ended: list[Fetch]) -> None:
         """Each ended fetch sets its host's next allowed time; its time goes in the histogram."""
         self._write("fetched_many", ended)
         for key, n in fetch_seconds_counts(ended).items():
             self._write("count", key, n)
-
-    def _host_unavailable(self, host: str, until: float) -> bool:
-        """Hold the host's URLs until ``until``; True: its requests may come back to us."""
-        self._write("defer", host, until)
-        return True
 
     def _key_new_hosts(self) -> None:
         """With ``POLITENESS_PER_IP``, resolve each new host; it is held until then."""

@@ -3,10 +3,17 @@ the answer to "anything pending?" kept from the last read."""
 
 from __future__ import annotations
 
+import logging
+import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from crawler.frontier.api import Claim, Frontier
+from crawler.frontier.crawl_id import fresh_crawl_command
+from crawler.frontier.embedded import EmbeddedFrontier
+
+logger = logging.getLogger(__name__)
 
 
 def beat_interval(worker_timeout: float) -> float:
@@ -39,6 +46,7 @@ class Opening:
     counts: Counts
     next_revisit: float | None
     description: str
+    state_dir: Path | None  # the embedded backend's; None: the state is in Redis
 
     @classmethod
     def read(cls, frontier: Frontier, now: float) -> Opening:
@@ -47,7 +55,25 @@ class Opening:
         promoted = frontier.due_revisits(now)
         counts = Counts.read(frontier)
         return cls(promoted, frontier.done_count(), frontier.has_pending(), counts,
-                   frontier.next_revisit() if counts.revisits else None, frontier.describe())
+                   frontier.next_revisit() if counts.revisits else None, frontier.describe(),
+                   frontier.db_path.parent if isinstance(frontier, EmbeddedFrontier) else None)
+
+    def say_finished(self, crawl_id: str) -> None:
+        """A WARNING: this crawl is finished, what a rerun revisits, and how to crawl afresh."""
+        fresh = fresh_crawl_command(sys.argv, crawl_id, time.strftime("%Y%m%d-%H%M%S"))
+        if self.state_dir is not None:
+            how = f"delete {self.state_dir} and run the same command again, or run:\n  {fresh}"
+        else:
+            how = (f"run `scrapy forget {crawl_id} -s REDIS_URL=...` and the same command again, "
+                   f"or run:\n  {fresh}")
+        later = ""
+        if self.next_revisit is not None:
+            next_at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.next_revisit))
+            later = (f"; {self.counts.revisits} URLs are revisited as they fall due (the next at "
+                     f"{next_at}): rerun then, or crawl with -s CRAWL_CONTINUOUS=True")
+        logger.warning("Crawl %s already finished (%d URLs done, state in %s): URLs seen then are not "
+                       "fetched again%s. To crawl afresh, %s",
+                       crawl_id, self.done, self.description, later, how)
 
 
 @dataclass

@@ -1,0 +1,44 @@
+"""What the crawl's other parts learn of a host, written to the frontier as host state."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from crawler import signals as crawler_signals
+from crawler.frontier.policy import PolitenessPolicy
+
+
+class HostNews:
+    """One job of the scheduler: robots.txt's Crawl-delay and its fetch time, a demotion
+    and a host unavailable for a while (signals of ``crawler.signals``) become frontier
+    steps through ``write`` (the scheduler's outbox)."""
+
+    def __init__(self, write: Callable[..., Any], policy: PolitenessPolicy) -> None:
+        self.write, self.policy = write, policy
+
+    def connect(self, signals: Any) -> None:
+        for handler, signal in (
+            (self.crawl_delay, crawler_signals.robots_crawl_delay),
+            (self.unavailable, crawler_signals.host_unavailable),
+            (self.robots_fetched, crawler_signals.robots_fetched),
+            (self.demoted, crawler_signals.host_demoted),
+        ):
+            signals.connect(handler, signal=signal)
+
+    def crawl_delay(self, host: str, delay: float) -> None:
+        self.write("set_crawl_delay", host, delay)
+
+    def robots_fetched(self, host: str, seconds: float) -> bool:
+        """robots.txt was the host's fetch: its next one waits the policy's gap."""
+        self.write("defer", host, time.time() + self.policy.adaptive_gap(seconds))
+        return True
+
+    def demoted(self, host: str, margin: int) -> None:
+        self.write("demote", host, margin)
+
+    def unavailable(self, host: str, until: float) -> bool:
+        """Hold the host's URLs until ``until``; True: its requests may come back to us."""
+        self.write("defer", host, until)
+        return True
