@@ -11,6 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from crawling import run_crawl
+from frontier_cases import cluster_url, make_frontier, redis_url  # noqa: F401  the contract's fixtures
 from moto.server import ThreadedMotoServer
 from redis_server import free_port
 
