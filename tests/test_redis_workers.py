@@ -17,9 +17,11 @@ from crawling import REPO, crawl_command, reaped
 from redis_server import RedisServer
 from testweb import Site, TestWeb
 
+from crawler import defaults
 from crawler.store.files import LocalStore, iter_records
 
 GAP = 0.1
+IDLE = 2
 
 
 @pytest.fixture
@@ -34,9 +36,10 @@ def start_workers(web, tmp_path, redis_url, names, seeds, **settings):
     for name in names:
         home = tmp_path / f"worker-{name}"
         home.mkdir()
+        # A worker closes after IDLE s with nothing left in the crawl (10 s by default).
         options = {"REDIS_URL": redis_url, "CRAWL_ID": "shared", "ROBOTSTXT_OBEY": False,
                    "STORE_URI": tmp_path / "store", "POLITENESS_MIN_DELAY": GAP,
-                   "POLITENESS_DELAY_FACTOR": 0, **settings}
+                   "POLITENESS_DELAY_FACTOR": 0, "SCHEDULER_IDLE_BEFORE_CLOSE": IDLE, **settings}
         command, env = crawl_command(web, home, "seeds=" + ",".join(seeds), **options)
         workers.append(subprocess.Popen(command, cwd=home, env=env, stdout=subprocess.DEVNULL,
                                         stderr=(home / "log").open("w")))
@@ -129,8 +132,9 @@ def test_the_others_take_over_a_killed_workers_urls_within_90_s_with_default_set
     sites = [Site(f"d{i}.test", pages=12) for i in range(8)]
     with TestWeb(sites) as web:
         seeds = [web.url(s.host) for s in sites]
-        with reaped(start_workers(web, tmp_path, redis_url, "abc", seeds,
-                                  POLITENESS_MIN_DELAY=1.0, POLITENESS_DELAY_FACTOR=10.0)) as workers:
+        idle = defaults.SCHEDULER_IDLE_BEFORE_CLOSE  # default settings, this one too
+        with reaped(start_workers(web, tmp_path, redis_url, "abc", seeds, POLITENESS_MIN_DELAY=1.0,
+                                  POLITENESS_DELAY_FACTOR=10.0, SCHEDULER_IDLE_BEFORE_CLOSE=idle)) as workers:
             took, victim, _ = kill_one_and_wait_for_the_others(web, redis_url, workers)
         expected = web.reachable(seeds)
         in_flight = {s.host: web.max_in_flight(s.host) for s in sites}
