@@ -15,46 +15,43 @@ Crawls in a subprocess reach the ``.test`` names through :class:`LoopbackResolve
 of the default vhost needs no resolver: ``http://127.0.0.1:<port>/``.
 
 Run ``python tests/testweb.py --port 8080`` to serve the demo web in the foreground.
+
+The parts, each a module beside this one: ``testweb_sites`` (:class:`Site`, its URLs),
+``testweb_pages`` (answer bytes), ``testweb_robots``, ``testweb_model`` (what each URL
+answers, the ground truth), ``testweb_server`` (HTTP, :class:`RequestRecord`) and
+``testweb_loopback`` (:class:`LoopbackResolver`). This module serves them and keeps
+the request log; every name the tests and benches use is importable from here.
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
-import contextlib
-import html
-import ipaddress
 import itertools
 import json
 import math
 import os
-import random
-import re
 import signal
-import socket
-import socketserver
-import struct
 import sys
 import threading
 import time
-import zlib
-from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-from urllib.parse import urljoin, urlsplit
 
-from twisted.internet import defer
-from twisted.internet.error import DNSLookupError
-
-from crawler.net.addresses import parse_host
-from crawler.net.resolver import GuardedResolver
+from testweb_loopback import (
+    ADDRESSES_ENV,
+    LoopbackResolver,
+    is_loopback,
+    loopback_address,
+    parse_addresses,
+)
+from testweb_model import WebModel
+from testweb_server import RequestRecord, _Server
+from testweb_sites import DEFAULT_DROP_PARAMS, RESET, Site, canonical, page_path, relative_href
 
 __all__ = [
     "DEFAULT_DROP_PARAMS",
+    "RESET",
     "LoopbackResolver",
     "RequestRecord",
     "Site",
@@ -63,6 +60,7 @@ __all__ = [
     "demo_web",
     "is_loopback",
     "loopback_address",
+    "page_path",
     "parse_addresses",
     "relative_href",
 ]
@@ -71,9 +69,7 @@ __all__ = [
 TESTS_DIR = Path(__file__).resolve().parent
 
 
-
-
-class TestWeb:
+class TestWeb(WebModel):
     """The multi-host test web: sites, the server, the request log and the ground truth.
 
     Use as a context manager (``with TestWeb([...]) as web:``) or ``start()``/``stop()``.
@@ -87,25 +83,12 @@ class TestWeb:
     __test__ = False  # not a pytest test class
 
     def __init__(self, sites: list[Site], port: int = 0) -> None:
-        if not sites:
-            raise ValueError("a TestWeb needs at least one site")
-        self.sites: list[Site] = list(sites)
-        self._by_host: dict[str, Site] = {}
-        for site in self.sites:
-            if site.host in self._by_host:
-                raise ValueError(f"duplicate site host {site.host!r}")
-            self._by_host[site.host] = site
-        self._content: dict[str, Site] = {s.host: self._content_site(s) for s in self.sites}
-        self._mirrored = {self._content[s.host].host for s in self.sites if s.mirror_of}
-        self.port: int = port
+        super().__init__(sites, port)
         self._requested_port = port
         self.log: list[RequestRecord] = []
         self._log_lock = threading.Lock()
         self._responses_writing = 0
         self._settled = threading.Condition()
-        self._sequence_pos: dict[tuple[str, str], int] = {}
-        self._sequence_lock = threading.Lock()
-        self._robots_cache: dict[tuple[str, str], list[tuple[bool, re.Pattern[str], int]]] = {}
         self._servers: list[_Server] = []
         self._threads: list[threading.Thread] = []
 
@@ -172,7 +155,7 @@ class TestWeb:
         with self._sequence_lock:
             self._sequence_pos.clear()
 
-    # ------------------------------------------------------------ addressing
+    # ------------------------------------------------------------ crawl subprocesses
 
     def subprocess_env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """Environment for a crawl subprocess using ``testweb.LoopbackResolver``.

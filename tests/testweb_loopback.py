@@ -1,8 +1,22 @@
+"""Name resolution that keeps the test web's crawls on this machine."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from twisted.internet import defer
+from twisted.internet.error import DNSLookupError
+
+from crawler.net.addresses import parse_host
+from crawler.net.resolver import GuardedResolver
+
 #: Env var with a JSON object ``{"host": "127.x.y.z"}`` read by :class:`LoopbackResolver`.
 ADDRESSES_ENV = "TESTWEB_ADDRESSES"
 _LOOPBACK_NET = ipaddress.IPv4Network("127.0.0.0/8")
-# --------------------------------------------------------------------------- resolver
-
 
 def is_loopback(address: str) -> bool:
     """Whether ``address`` is an IPv4 address in 127.0.0.0/8."""
@@ -81,5 +95,3 @@ class LoopbackResolver(GuardedResolver):
         if address is None:
             return defer.fail(DNSLookupError(f"testweb refuses {name}: not a test name"))
         return defer.succeed(([address], 300.0))
-
-

@@ -1,6 +1,62 @@
+"""What every URL of the test web answers, and the ground truth of a crawl over it.
+
+:class:`WebModel` holds the sites and renders their answers without serving them;
+:class:`~testweb.TestWeb` serves it. Both the pages and :meth:`WebModel.reachable`
+come from the same link model, so the ground truth is the web as served.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+from collections import deque
+from collections.abc import Iterable
+from urllib.parse import urljoin, urlsplit
+
+from testweb_pages import _HTML, _Answer, _error, _Page, _pdf_body, _png_body, _render_page
+from testweb_robots import _robots_allows, _robots_answer, _rules
+from testweb_sites import (
+    _CAL_RE,
+    _HIDDEN_RE,
+    CALENDAR_START,
+    DEFAULT_DROP_PARAMS,
+    TRAP_DEPTH,
+    Site,
+    _netloc,
+    _page_index,
+    _session_number,
+    _status_pair,
+    _trap_kind,
+    canonical,
+    page_path,
+    relative_href,
+)
+
 #: Names the server maps to the first site besides that site's own host.
 DEFAULT_VHOST_NAMES = frozenset({"127.0.0.1", "localhost"})
 _FORMS = ("absolute", "root", "relative", "root#", "relative?", "absolute?#")
+
+
+class WebModel:
+    """The sites of a test web on ``port``, what each URL answers and what a crawl can reach."""
+
+    def __init__(self, sites: list[Site], port: int = 0) -> None:
+        if not sites:
+            raise ValueError("a TestWeb needs at least one site")
+        self.sites: list[Site] = list(sites)
+        self._by_host: dict[str, Site] = {}
+        for site in self.sites:
+            if site.host in self._by_host:
+                raise ValueError(f"duplicate site host {site.host!r}")
+            self._by_host[site.host] = site
+        self._content: dict[str, Site] = {s.host: self._content_site(s) for s in self.sites}
+        self._mirrored = {self._content[s.host].host for s in self.sites if s.mirror_of}
+        self.port: int = port
+        self._sequence_pos: dict[tuple[str, str], int] = {}
+        self._sequence_lock = threading.Lock()
+        self._robots_cache: dict[tuple[str, str], list[tuple[bool, re.Pattern[str], int]]] = {}
+
     def _content_site(self, site: Site) -> Site:
         seen = {site.host}
         while site.mirror_of is not None:
@@ -11,6 +67,8 @@ _FORMS = ("absolute", "root", "relative", "root#", "relative?", "absolute?#")
                 raise ValueError(f"mirror_of loop through {site.host!r}")
             seen.add(site.host)
         return site
+
+    # ------------------------------------------------------------ addressing
 
     def url(self, host: str, path: str = "/") -> str:
         """``http://<host>:<port><path>``."""
@@ -276,5 +334,3 @@ _FORMS = ("absolute", "root", "relative", "root#", "relative?", "absolute?#")
         if key not in self._robots_cache:
             self._robots_cache[key] = _rules(site.robots_txt, user_agent)
         return _robots_allows(self._robots_cache[key], path + ("?" + query if query else ""))
-
-

@@ -1,4 +1,19 @@
+"""What the test web sends back: an answer, and the deterministic bytes of its page or file."""
+
+from __future__ import annotations
+
+import html
+import json
+import random
+import struct
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from http.server import BaseHTTPRequestHandler
+
 _HTML = "text/html; charset=utf-8"
+
 _WORD_TEXT = (
     "crawler page link site server request response archive index search network "
     "document content header footer section article market river mountain garden "
@@ -111,5 +126,3 @@ def _render_page(page: _Page) -> bytes:
         paragraphs.append(paragraph)
         size += len(paragraph) + 1
     return (head + "\n".join(paragraphs) + "\n" + tail).encode("utf-8")
-
-

@@ -1,3 +1,13 @@
+"""robots.txt on the test web: how a site serves it and how the ground truth obeys it."""
+
+from __future__ import annotations
+
+import re
+
+from testweb_pages import _Answer, _error
+from testweb_sites import Site
+
+
 def _robots_answer(site: Site) -> _Answer:
     """``/robots.txt`` as the site's ``robots_txt`` and ``robots_status`` say."""
     text = site.robots_txt
@@ -47,5 +57,3 @@ def _robots_allows(rules: list[tuple[bool, re.Pattern[str], int]], target: str) 
         if regex.match(target) and (best is None or (length, allow) > best):
             best = (length, allow)
     return True if best is None else best[1]
-
-

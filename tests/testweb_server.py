@@ -1,5 +1,27 @@
+"""The test web's HTTP server: one listening socket, a thread per connection, a record per request."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import socketserver
+import struct
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from testweb_pages import _Answer
+from testweb_sites import RESET
+
+if TYPE_CHECKING:
+    from testweb import TestWeb
+
 _CHUNK = 64 * 1024
-# --------------------------------------------------------------------------- log
 
 
 @dataclass(frozen=True)
@@ -29,9 +51,6 @@ class RequestRecord:
     server_address: str = ""
     aborted: bool = False
     headers: Mapping[str, str] = field(default_factory=dict)
-
-
-# --------------------------------------------------------------------------- server
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -183,5 +202,3 @@ class _Server(ThreadingHTTPServer):
         if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
             return
         super().handle_error(request, client_address)
-
-

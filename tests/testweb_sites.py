@@ -1,3 +1,17 @@
+"""The sites of the test web: what a :class:`Site` is and the URLs it has.
+
+A site's pages, traps and special paths are a deterministic function of its parameters;
+:func:`canonical` is the URL form the ground truth compares in.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from testweb_loopback import is_loopback
+
 #: Query parameters :func:`canonical` drops by default (regex, full match on the name).
 DEFAULT_DROP_PARAMS = r"utm_[a-z]+"
 #: A status that answers nothing: the server resets the connection (TCP RST).
@@ -6,8 +20,8 @@ RESET = 0
 CALENDAR_START = (2024, 1)
 #: Default number of consecutive trap hops :meth:`TestWeb.reachable` follows.
 TRAP_DEPTH = 3
+
 StatusSpec = int | tuple[int, dict[str, str]]
-# --------------------------------------------------------------------------- sites
 
 
 @dataclass
@@ -175,5 +189,3 @@ def _session_number(site: Site, query: str) -> int:
         if name == site.session_param and value.isdigit():
             return int(value)
     return 0
-
-

@@ -14,7 +14,8 @@ import dataclasses
 import secrets
 from urllib.parse import urlsplit
 
-from testweb import _HTML, Site, TestWeb, _Answer, _Page, page_path
+from testweb import Site, TestWeb, page_path
+from testweb_pages import _HTML, _Answer, _Page
 
 SHOP_ITEMS = 12
 SHOP_LISTS = 4
