@@ -31,6 +31,9 @@ check it on small cases by hand. What it models, as the code does it:
 * **Politeness** is checked apart from the shards' state, as the test web's log is:
   per host, a fetch starting while another is in flight is an overlap, one starting
   sooner than the previous fetch's end plus its gap is a short gap.
+
+The inputs (:class:`Web` and how its hosts are drawn, :class:`ShardCosts`, :class:`Setup`)
+are in ``scale_sim_inputs``; this module exports them too.
 """
 
 from __future__ import annotations
@@ -38,11 +41,25 @@ from __future__ import annotations
 import hashlib
 import heapq
 import math
-import random
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from scale_sim_inputs import Setup, ShardCosts, Web, lognormal_latencies, power_law_sizes
 
 from crawler.frontier.policy import HostTimes, PolitenessPolicy
+
+__all__ = [
+    "CONTENT_ROUNDS",
+    "PolitenessLog",
+    "Result",
+    "Setup",
+    "ShardCosts",
+    "Simulation",
+    "Web",
+    "lognormal_latencies",
+    "power_law_sizes",
+    "simulate",
+]
 
 HEARTBEAT = 5.0  # seconds: Scrapy's engine asks for requests at least this often
 EPSILON = 1e-9

@@ -1,3 +1,15 @@
+"""The inputs of the crawl model (``scale_sim``): the web, drawn deterministically, the
+shards' costs and the crawl's setup."""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+from crawler.frontier.policy import PolitenessPolicy
+
+
 @dataclass(frozen=True)
 class Web:
     """Hosts: pages of each, seconds per fetch of each; each page links to up to
@@ -78,5 +90,3 @@ class Setup:
     starts: tuple[float, ...] = ()  # when each worker asks first (default: all at 0)
     ramp: float = 0.0  # hosts first fall due spread over this many seconds (0: all at once)
     policy: PolitenessPolicy = field(default_factory=PolitenessPolicy)
-
-
