@@ -1,7 +1,8 @@
 """Near-duplicate detection: simhash speed, near-copy quality on real pages, the block index at 1M.
 
 Run from the repo root: ``python bench/dedup.py`` (~2.5 minutes; ``--quick`` for a
-smoke run of a few seconds). Output is Markdown.
+smoke run of a few seconds). Output is Markdown. The pages are ``dedup_pages``'s; each
+part below is a module of its own: ``dedup_speed``, ``dedup_quality``, ``dedup_index``.
 
 1. **Speed.** Two 100 KB pages of real text (the extracted text of PostgreSQL's HTML
    documentation, pages concatenated in file-name order from the first page and from
@@ -41,34 +42,30 @@ smoke run of a few seconds). Output is Markdown.
 from __future__ import annotations
 
 import argparse
-import glob
-import hashlib
 import json
-import math
 import os
 import platform
 import random
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
-from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 import numpy as np  # noqa: E402
-
-from crawler.dedup.simhash import (  # noqa: E402
-    NearDupIndex,
-    shingle_hash,
-    shingles,
-    text_fingerprint,
+from dedup_index import index_worker, section_index  # noqa: E402
+from dedup_pages import (  # noqa: E402
+    DOCS_PACKAGE,
+    PAGE_BYTES,
+    SEED,
+    ensure_docs,
+    load_pages,
+    page_of_100kb,
+    synthetic_text,
 )
+from dedup_quality import section_quality  # noqa: E402
+from dedup_speed import section_speed  # noqa: E402
 
 NP1_PYTHON = "/tmp/simhash-np1/bin/python"
 

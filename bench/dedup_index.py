@@ -1,3 +1,25 @@
+"""Part 3 of the dedup bench: the near-dup index at scale, each index filled in a process of its own."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from dedup_pages import SEED
+
+from crawler.dedup.simhash import NearDupIndex
+
+#: The command line whose ``--index-worker`` runs :func:`index_worker` in a child process.
+BENCH = Path(__file__).with_name("dedup.py")
+
+
 def rss_bytes() -> int:
     """VmRSS of this process, in bytes."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -110,7 +132,7 @@ def redis_index_worker(fps: list[int], keys: list[str], misses: list[int], hits:
 
 def run_worker(kind: str, n: int, queries: int) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, __file__, "--index-worker", kind, str(n), str(queries)],
+        [sys.executable, str(BENCH), "--index-worker", kind, str(n), str(queries)],
         capture_output=True, text=True, timeout=900, check=True,
     )  # fmt: skip
     return json.loads(done.stdout)
@@ -153,5 +175,3 @@ def section_index(n: int, n_package: int, queries: int) -> None:
         f"random queries found {ours['miss_found']} false hits in process, "
         f"{shared['miss_found']} in Redis.\n"
     )
-
-

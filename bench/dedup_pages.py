@@ -1,7 +1,21 @@
+"""The dedup bench's pages: PostgreSQL's HTML documentation as text, installed when it can be,
+and the seeded synthetic text that stands in when it cannot."""
+
+from __future__ import annotations
+
+import glob
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
 DOCS_PACKAGE = "postgresql-doc-15"
 DOCS_DIR = Path("/usr/share/doc/postgresql-doc-15/html")
 PAGE_BYTES = 100_000
 SEED = 20240601
+
+
 def ensure_docs(install: bool) -> str | None:
     """Make DOCS_DIR exist if possible; None when it does, else why it does not."""
     if DOCS_DIR.is_dir():
@@ -51,5 +65,3 @@ def page_of_100kb(pages: list[tuple[str, str]]) -> str:
     text = "\n".join(t for _, t in pages).encode()
     cut = text.rfind(b" ", 0, PAGE_BYTES)
     return text[:cut].decode()
-
-

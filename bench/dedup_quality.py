@@ -1,9 +1,25 @@
+"""Part 2 of the dedup bench: how near copies of real pages, and distinct pages, come out in bits."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections import Counter
+
+import numpy as np
+from dedup_pages import DOCS_DIR, DOCS_PACKAGE, SEED
+
+from crawler.dedup.simhash import shingles, text_fingerprint
+
 AD_BLOCK = (
     "sponsored offer get fifty percent off premium cloud hosting today with code "
     "save fifty at checkout limited time only click"
 )
 DISTANCES = (3, 6)
 NEAR_IDENTICAL_JACCARD = 0.5
+
+
 def _timestamp(rng: random.Random) -> str:
     return (
         f"Last updated: {rng.randint(2015, 2025)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d} "
@@ -143,5 +159,3 @@ def section_quality(pages: list[tuple[str, str]], why_not: str | None, sample: i
                 f"{int(dist[a, b])} bits, shingle Jaccard {jaccard(ta, tb):.2f}"
             )
     print()
-
-

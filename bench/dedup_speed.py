@@ -1,3 +1,21 @@
+"""Part 1 of the dedup bench: the fingerprint of one 100 KB page, ours against the simhash package."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from crawler.dedup.simhash import shingle_hash, shingles, text_fingerprint
+
+
 def best_ms(fn: Callable[[], object], repeats: int) -> float:
     """Best wall time of `repeats` calls, in milliseconds."""
     best = float("inf")
@@ -116,5 +134,3 @@ def section_speed(texts: list[tuple[str, str, str]], np1_python: str, repeats: i
                 cells += [f"{value:.2f}", f"{value / ours:.1f}x" if name.startswith("package") else ""]
         print(f"| {name} | " + " | ".join(cells) + " |")
     print()
-
-
