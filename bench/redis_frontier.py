@@ -36,44 +36,24 @@ a free port (Debian's package, ``tests/redis_server.py``) and the project's test
    does not fetch every page is marked; its pages/s is over the part it crawled.
 
 Run: ``python bench/redis_frontier.py`` (about 5 minutes; ``--quick``: under one).
+Each part is a module beside this one: ``redis_frontier_seen``, ``redis_frontier_claims``,
+``redis_frontier_crawls``.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import math
-import resource
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
-from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-import redis  # noqa: E402
-import scrapy  # noqa: E402
-from common import WebLogRun, fmt_table, machine  # noqa: E402
-from crawling import crawl_command  # noqa: E402
-from redis_server import RedisServer  # noqa: E402
-from scrapy_redis import defaults as sr_defaults  # noqa: E402
-from scrapy_redis import picklecompat  # noqa: E402
-from scrapy_redis.dupefilter import RFPDupeFilter  # noqa: E402
-from scrapy_redis.queue import PriorityQueue  # noqa: E402
-from testweb import RequestRecord, Site, TestWeb  # noqa: E402
-
-from crawler.frontier.api import Entry, Fetch  # noqa: E402
-from crawler.frontier.codec import request_to_json  # noqa: E402
-from crawler.frontier.policy import PolitenessPolicy  # noqa: E402
-from crawler.frontier.redis import RedisFrontier  # noqa: E402
-from crawler.urls.keys import fingerprint  # noqa: E402
-
+from redis_frontier_claims import claim_ack  # noqa: E402
+from redis_frontier_crawls import crawls  # noqa: E402
+from redis_frontier_seen import seen_set  # noqa: E402
 
 
 def main() -> None:

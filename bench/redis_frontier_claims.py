@@ -1,3 +1,27 @@
+"""Part 2 of the Redis frontier bench: claim + ack pairs per second, ours against scrapy-redis's queue."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import redis
+import scrapy
+from common import fmt_table
+from redis_server import RedisServer
+from scrapy_redis import defaults as sr_defaults
+from scrapy_redis import picklecompat
+from scrapy_redis.queue import PriorityQueue
+
+from crawler.frontier.api import Entry, Fetch
+from crawler.frontier.codec import request_to_json
+from crawler.frontier.policy import PolitenessPolicy
+from crawler.frontier.redis import RedisFrontier
+from crawler.urls.keys import fingerprint
+
+
 class CountingConnection(redis.Connection):
     """A redis-py connection that counts round trips: each packet of commands it sends
     (one command, or a whole pipeline / MULTI..EXEC) waits for its replies once."""
@@ -150,5 +174,3 @@ def claim_ack(n: int, hosts: int, batch: int, tmp: Path) -> tuple[OpsResult, Ops
     print(f"\nRatio: ours {ours.per_second / theirs.per_second:.2f}x scrapy-redis's pairs/s "
           f"(best rounds: {ours.best / theirs.best:.2f}x).", flush=True)
     return ours, theirs
-
-

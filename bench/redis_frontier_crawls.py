@@ -1,4 +1,33 @@
+"""Part 3 of the Redis frontier bench: pages/s of 1..n worker processes crawling the test web, ours
+against scrapy-redis, and their politeness from the web's log."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import resource
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import redis
+import scrapy
+from common import WebLogRun, fmt_table
+from crawling import crawl_command
+from redis_server import RedisServer
+from scrapy_redis import defaults as sr_defaults
+from scrapy_redis import picklecompat
+from scrapy_redis.dupefilter import RFPDupeFilter
+from scrapy_redis.queue import PriorityQueue
+from testweb import RequestRecord, Site, TestWeb
+
 SPIDER = "srbench"  # the scrapy-redis spider's name: its keys are srbench:requests, srbench:dupefilter
+
 #: The scrapy-redis worker: a plain spider (run with ``scrapy runspider``) that follows
 #: same-host links; its requests come from the scrapy-redis queue the bench seeded. An idle
 #: worker waits ``idle`` seconds for work (others may still be producing URLs), then closes.
@@ -251,5 +280,3 @@ def crawls(args: argparse.Namespace, tmp: Path) -> None:
         print(f"\nStopped at the {args.run_timeout:.0f} s timeout (SIGTERM): {', '.join(stopped)}; "
               "pages/s is over the part crawled.")
     sys.stdout.flush()
-
-

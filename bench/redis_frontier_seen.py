@@ -1,3 +1,20 @@
+"""Part 1 of the Redis frontier bench: the seen set's bytes per URL, ours against scrapy-redis's."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import redis
+from common import fmt_table, machine
+from redis_server import RedisServer
+
+from crawler.frontier.api import Entry
+from crawler.frontier.redis import RedisFrontier
+from crawler.urls.keys import fingerprint
+
+
 def memory_of(client: redis.Redis, pattern: str) -> int:
     return sum(client.memory_usage(key, samples=0) or 0 for key in client.scan_iter(pattern, count=10_000))
 
@@ -47,5 +64,3 @@ def seen_set(n: int, tmp: Path) -> None:
          ["scrapy-redis RFPDupeFilter (set of 40-char hex SHA-1)", f"{theirs:,}", f"{theirs / n:.1f}",
           f"{n / sadd_seconds:,.0f} (pipelined SADD)"]],
     ), flush=True)
-
-
