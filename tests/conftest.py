@@ -28,3 +28,17 @@ def moto() -> Iterator[str]:
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+
+
+@pytest.fixture
+def web_factory():
+    webs: list[TestWeb] = []
+
+    def make(sites: list[Site]) -> TestWeb:
+        web = TestWeb(sites).start()
+        webs.append(web)
+        return web
+
+    yield make
+    for web in webs:
+        web.stop()
