@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from crawling import run_crawl
 from moto.server import ThreadedMotoServer
 from redis_server import free_port
+from testweb import Site, TestWeb
 
 
 @pytest.fixture
@@ -32,6 +33,7 @@ def moto() -> Iterator[str]:
 
 @pytest.fixture
 def web_factory():
+    """Start test webs: ``web_factory([Site(...)])``; each is stopped after the test."""
     webs: list[TestWeb] = []
 
     def make(sites: list[Site]) -> TestWeb:

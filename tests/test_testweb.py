@@ -1,21 +1,11 @@
-"""Tests of the multi-host loopback test web (tests/testweb.py), over real HTTP."""
+"""Tests of the multi-host loopback test web (tests/testweb.py), over real HTTP: its sites, links,
+pages, statuses, robots.txt, traps and ground truth (its server and its resolver have test files
+of their own: test_testweb_server.py, test_testweb_loopback.py)."""
 
 from __future__ import annotations
 
-import http.client
-import json
-import os
-import signal
-import subprocess
 import sys
-import threading
-import time
-import urllib.error
-import urllib.request
-from collections import deque
-from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import pytest
@@ -24,19 +14,8 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # also importable when tests/ becomes a package
     sys.path.insert(0, str(HERE))
 
-from testweb import (  # noqa: E402
-    LoopbackResolver,
-    Site,
-    TestWeb,
-    canonical,
-    demo_web,
-    is_loopback,
-    loopback_address,
-    parse_addresses,
-    relative_href,
-)
-
-from crawler.net.addresses import AddressPolicy  # noqa: E402
+from testweb import Site, TestWeb, canonical, relative_href  # noqa: E402
+from testweb_fetch import crawl, fetch, hrefs_of  # noqa: E402
 
 # ----------------------------------------------------------------------------- pure
 

@@ -1,3 +1,19 @@
+"""Tests of the test web's loopback resolver (tests/testweb_loopback.py): which names it answers,
+and a Scrapy crawl in a subprocess that reaches the ``.test`` hosts and nothing else."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from testweb import LoopbackResolver, Site, is_loopback, loopback_address, parse_addresses
+
+from crawler.net.addresses import AddressPolicy
+
+
 def test_loopback_address_decisions() -> None:
     assert loopback_address("a.test") == "127.0.0.1"
     assert loopback_address("A.Test.") == "127.0.0.1"
@@ -91,5 +107,3 @@ def test_scrapy_subprocess_uses_loopback_resolver(web_factory, tmp_path) -> None
     assert out[web.page_url("b.test", 1)] == 200
     assert out["http://10.255.255.1/"] != 200  # refused, never sent off the machine
     assert {r.host for r in web.log} == {"a.test", "b.test"}
-
-

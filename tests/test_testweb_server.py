@@ -1,3 +1,25 @@
+"""Tests of the test web's server (tests/testweb.py): the request log and its timing measures,
+keep-alive, several loopback addresses, the demo web and the command line."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from testweb import Site, demo_web
+from testweb_fetch import OPENER, fetch
+
+HERE = Path(__file__).resolve().parent
+
+
 # ----------------------------------------------------------------------------- log/timing
 
 
@@ -104,7 +126,7 @@ def test_cli_serves_and_exits_on_sigterm() -> None:
         lines = [process.stdout.readline() for _ in range(2)]
         seed = lines[1].split("seed: ", 1)[1].strip()
         assert seed.startswith("http://127.0.0.1:")
-        with _OPENER.open(seed, timeout=10) as response:
+        with OPENER.open(seed, timeout=10) as response:
             assert response.status == 200
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0

@@ -1,5 +1,19 @@
+"""Reading the test web over real HTTP in its tests: urllib with the page's host in the Host
+header, and a tiny breadth-first crawler to hold against the web's ground truth."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections import deque
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from testweb import TestWeb, canonical
+
 # No proxies (an http_proxy in the environment must not see test traffic), no redirects.
-_OPENER = urllib.request.build_opener(
+OPENER = urllib.request.build_opener(
     urllib.request.ProxyHandler({}),
     type(
         "NoRedirect",
@@ -23,7 +37,7 @@ def fetch(
         target, method=method, headers={"Host": parts.netloc, **(headers or {})}
     )
     try:
-        with _OPENER.open(request, timeout=10) as response:
+        with OPENER.open(request, timeout=10) as response:
             return response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
         with error:
@@ -80,5 +94,3 @@ def crawl(
                 seen.add(target)
                 queue.append((target, target_depth))
     return found
-
-
