@@ -46,7 +46,7 @@ from testweb_loopback import (
     parse_addresses,
 )
 from testweb_model import WebModel
-from testweb_server import RequestRecord, _Server
+from testweb_server import RequestRecord, Server
 from testweb_sites import DEFAULT_DROP_PARAMS, RESET, Site, canonical, page_path, relative_href
 
 __all__ = [
@@ -89,7 +89,7 @@ class TestWeb(WebModel):
         self._log_lock = threading.Lock()
         self._responses_writing = 0
         self._settled = threading.Condition()
-        self._servers: list[_Server] = []
+        self._servers: list[Server] = []
         self._threads: list[threading.Thread] = []
 
     # ------------------------------------------------------------ lifecycle
@@ -106,11 +106,11 @@ class TestWeb(WebModel):
             return self
         attempts = 1 if self._requested_port else 20
         for attempt in range(attempts):
-            servers: list[_Server] = []
+            servers: list[Server] = []
             try:
                 port = self._requested_port
                 for address in self.addresses:
-                    servers.append(_Server((address, port), self))
+                    servers.append(Server((address, port), self))
                     port = servers[0].server_address[1]
             except OSError:
                 for server in servers:

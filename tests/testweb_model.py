@@ -14,23 +14,23 @@ from collections import deque
 from collections.abc import Iterable
 from urllib.parse import urljoin, urlsplit
 
-from testweb_pages import _HTML, _Answer, _error, _Page, _pdf_body, _png_body, _render_page
-from testweb_robots import _robots_allows, _robots_answer, _rules
+from testweb_pages import HTML_CONTENT_TYPE, Answer, Page, error_answer, pdf_body, png_body, render_page
+from testweb_robots import robots_allows, robots_answer, robots_rules
 from testweb_sites import (
-    _CAL_RE,
-    _HIDDEN_RE,
+    CALENDAR_PATH_RE,
     CALENDAR_START,
     DEFAULT_DROP_PARAMS,
+    HIDDEN_PATH_RE,
     TRAP_DEPTH,
     Site,
-    _netloc,
-    _page_index,
-    _session_number,
-    _status_pair,
-    _trap_kind,
     canonical,
+    netloc,
+    page_index,
     page_path,
     relative_href,
+    session_number,
+    status_pair,
+    trap_kind,
 )
 
 #: Names the server maps to the first site besides that site's own host.
@@ -72,7 +72,7 @@ class WebModel:
 
     def url(self, host: str, path: str = "/") -> str:
         """``http://<host>:<port><path>``."""
-        return f"http://{_netloc(host, self.port)}{path}"
+        return f"http://{netloc(host, self.port)}{path}"
 
     def page_url(self, host: str, i: int) -> str:
         """Canonical URL of page ``i`` of ``host``."""
@@ -92,16 +92,16 @@ class WebModel:
         """Whether ``url`` is a page of a trap that is on for its site."""
         parts = urlsplit(url)
         site = self.site_for(parts.hostname or "")
-        return site is not None and _trap_kind(self._content[site.host], parts.path) is not None
+        return site is not None and trap_kind(self._content[site.host], parts.path) is not None
 
-    def _answer(self, site: Site | None, path: str, query: str, stateful: bool) -> _Answer:
+    def _answer(self, site: Site | None, path: str, query: str, stateful: bool) -> Answer:
         """What the web answers for ``path``/``query`` on ``site`` (None: unknown host)."""
         if site is None:
-            return _error(404, "Unknown host")
+            return error_answer(404, "Unknown host")
         if path == "/robots.txt" and not (
             path in site.statuses or path in site.redirects or path in site.status_sequences
         ):
-            return _robots_answer(site)
+            return robots_answer(site)
         if stateful and path in site.status_sequences:
             with self._sequence_lock:
                 key = (site.host, path)
@@ -109,45 +109,45 @@ class WebModel:
                 self._sequence_pos[key] = pos + 1
             sequence = site.status_sequences[path]
             if pos < len(sequence):
-                return self._override(site, path, query, *_status_pair(sequence[pos]))
+                return self._override(site, path, query, *status_pair(sequence[pos]))
         if path in site.statuses:
-            return self._override(site, path, query, *_status_pair(site.statuses[path]))
+            return self._override(site, path, query, *status_pair(site.statuses[path]))
         if path in site.redirects:
             location = site.redirects[path]
-            answer = _error(301, "Moved Permanently")
+            answer = error_answer(301, "Moved Permanently")
             answer.headers["Location"] = location
             return answer
         return self._content_answer(site, path, query)
 
     def _override(
         self, site: Site, path: str, query: str, status: int, headers: dict[str, str]
-    ) -> _Answer:
+    ) -> Answer:
         if status == 200:
             answer = self._content_answer(site, path, query)
             if answer.status == 200:
                 answer.headers.update(headers)
                 return answer
-        answer = _error(status, "Status override")
+        answer = error_answer(status, "Status override")
         answer.headers.update(headers)
         return answer
 
-    def _content_answer(self, site: Site, path: str, query: str) -> _Answer:
+    def _content_answer(self, site: Site, path: str, query: str) -> Answer:
         if path == "/robots.txt":  # after its status sequence, robots.txt is itself again
-            return _robots_answer(site)
+            return robots_answer(site)
         if path in site.files:
             content_type, body = site.files[path]
-            return _Answer(200, {"Content-Type": content_type}, body=body)
+            return Answer(200, {"Content-Type": content_type}, body=body)
         cs = self._content[site.host]
         page = self._page(cs, path, query)
         if page is not None:
-            return _Answer(200, {"Content-Type": _HTML}, page=page)
+            return Answer(200, {"Content-Type": HTML_CONTENT_TYPE}, page=page)
         if cs.binary_links and path == "/files/doc.pdf":
-            return _Answer(
-                200, {"Content-Type": "application/pdf"}, body=_pdf_body(cs.host, cs.binary_bytes)
+            return Answer(
+                200, {"Content-Type": "application/pdf"}, body=pdf_body(cs.host, cs.binary_bytes)
             )
         if cs.binary_links and path == "/files/img.png":
-            return _Answer(200, {"Content-Type": "image/png"}, body=_png_body())
-        return _error(404, "Not Found")
+            return Answer(200, {"Content-Type": "image/png"}, body=png_body())
+        return error_answer(404, "Not Found")
 
     def _href(self, cs: Site, src: str, tgt: str, form: str) -> str:
         if form.startswith("absolute") and cs.host in self._mirrored:
@@ -166,9 +166,9 @@ class WebModel:
             return href + "#content"
         return href
 
-    def _page(self, cs: Site, path: str, query: str) -> _Page | None:
+    def _page(self, cs: Site, path: str, query: str) -> Page | None:
         """The HTML page at ``path`` of content site ``cs``, or None."""
-        i = _page_index(cs, path)
+        i = page_index(cs, path)
         nav_count = min(cs.nav_links, cs.pages)
         nav = [
             (
@@ -180,25 +180,25 @@ class WebModel:
         if not nav:
             nav = [("/", "Home")]
         if i is not None:
-            return _Page(
+            return Page(
                 f"{cs.host} page {i}",
                 f"{cs.host}{path}",
                 nav,
                 self._page_links(cs, i, path),
                 cs.page_bytes,
             )
-        m = _HIDDEN_RE.fullmatch(path)
+        m = HIDDEN_PATH_RE.fullmatch(path)
         if m and int(m.group(1)) < cs.unlinked_pages:
-            return _Page(
+            return Page(
                 f"{cs.host} hidden page {m.group(1)}", f"{cs.host}{path}", nav, [], cs.page_bytes
             )
-        kind = _trap_kind(cs, path)
+        kind = trap_kind(cs, path)
         if kind == "calendar":
-            m = _CAL_RE.fullmatch(path)
+            m = CALENDAR_PATH_RE.fullmatch(path)
             assert m is not None
             year, month = int(m.group(1)), int(m.group(2))
             year, month = (year, month + 1) if month < 12 else (year + 1, 1)
-            return _Page(
+            return Page(
                 f"{cs.host} calendar {path[5:]}",
                 f"{cs.host}{path}",
                 nav,
@@ -206,8 +206,8 @@ class WebModel:
                 cs.page_bytes,
             )
         if kind == "session":
-            n = _session_number(cs, query)
-            return _Page(
+            n = session_number(cs, query)
+            return Page(
                 f"{cs.host} session {n}",
                 f"{cs.host}{path}?{n}",
                 nav,
@@ -215,7 +215,7 @@ class WebModel:
                 cs.page_bytes,
             )
         if kind == "repeat":
-            return _Page(
+            return Page(
                 f"{cs.host} loop {path.count('loop/')}",
                 f"{cs.host}{path}",
                 nav,
@@ -246,14 +246,14 @@ class WebModel:
         if cs.repeat_trap:
             links.append(("loop/", "Loop"))
         special = sorted({*cs.statuses, *cs.status_sequences, *cs.redirects})
-        links += [(p, f"Special {p}") for p in special if _page_index(cs, p) is None]
+        links += [(p, f"Special {p}") for p in special if page_index(cs, p) is None]
         return links
 
-    def _render(self, answer: _Answer) -> bytes:
+    def _render(self, answer: Answer) -> bytes:
         """Body bytes of ``answer``."""
         if answer.page is None:
             return answer.body
-        return _render_page(answer.page)
+        return render_page(answer.page)
 
     # ------------------------------------------------------------ ground truth
 
@@ -332,5 +332,5 @@ class WebModel:
             return True
         key = (site.host, user_agent)
         if key not in self._robots_cache:
-            self._robots_cache[key] = _rules(site.robots_txt, user_agent)
-        return _robots_allows(self._robots_cache[key], path + ("?" + query if query else ""))
+            self._robots_cache[key] = robots_rules(site.robots_txt, user_agent)
+        return robots_allows(self._robots_cache[key], path + ("?" + query if query else ""))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from http.server import BaseHTTPRequestHandler
 
-_HTML = "text/html; charset=utf-8"
+HTML_CONTENT_TYPE = "text/html; charset=utf-8"
 
 _WORD_TEXT = (
     "crawler page link site server request response archive index search network "
@@ -37,7 +37,7 @@ def _paragraph(rng: random.Random) -> str:
 
 
 @lru_cache(maxsize=64)
-def _pdf_body(host: str, size: int) -> bytes:
+def pdf_body(host: str, size: int) -> bytes:
     head = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n"
     tail = b"\n%%EOF\n"
     filler = random.Random(f"pdf/{host}").randbytes(max(0, size - len(head) - len(tail)))
@@ -45,7 +45,7 @@ def _pdf_body(host: str, size: int) -> bytes:
 
 
 @lru_cache(maxsize=1)
-def _png_body(width: int = 64, height: int = 64) -> bytes:
+def png_body(width: int = 64, height: int = 64) -> bytes:
     def chunk(tag: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
 
@@ -63,7 +63,7 @@ def _png_body(width: int = 64, height: int = 64) -> bytes:
 
 
 @dataclass
-class _Page:
+class Page:
     """An HTML page before rendering: its links are the ground truth's links."""
 
     title: str
@@ -78,23 +78,23 @@ class _Page:
 
 
 @dataclass
-class _Answer:
+class Answer:
     status: int
     headers: dict[str, str]
-    page: _Page | None = None
+    page: Page | None = None
     body: bytes = b""
 
 
-def _error(status: int, text: str) -> _Answer:
+def error_answer(status: int, text: str) -> Answer:
     phrase = BaseHTTPRequestHandler.responses.get(status, (text,))[0]
     body = (
         f"<!DOCTYPE html>\n<html><head><title>{status} {html.escape(phrase)}</title></head>"
         f"<body><h1>{status} {html.escape(phrase)}</h1><p>{html.escape(text)}</p></body></html>\n"
     )
-    return _Answer(status, {"Content-Type": _HTML}, body=body.encode())
+    return Answer(status, {"Content-Type": HTML_CONTENT_TYPE}, body=body.encode())
 
 
-def _render_page(page: _Page) -> bytes:
+def render_page(page: Page) -> bytes:
     """Deterministic HTML for ``page``: head, nav, main with links, padded text, footer."""
     rng = random.Random(f"text/{page.text_key}")
     title = html.escape(page.title)

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import re
 
-from testweb_pages import _Answer, _error
+from testweb_pages import Answer, error_answer
 from testweb_sites import Site
 
 
-def _robots_answer(site: Site) -> _Answer:
+def robots_answer(site: Site) -> Answer:
     """``/robots.txt`` as the site's ``robots_txt`` and ``robots_status`` say."""
     text = site.robots_txt
     status = site.robots_status or (404 if text is None else 200)
     if text is None and status != 200:
-        return _error(status, "No robots.txt")
-    return _Answer(status, {"Content-Type": "text/plain; charset=utf-8"}, body=(text or "").encode())
+        return error_answer(status, "No robots.txt")
+    return Answer(status, {"Content-Type": "text/plain; charset=utf-8"}, body=(text or "").encode())
 
 
-def _rules(robots_txt: str, user_agent: str) -> list[tuple[bool, re.Pattern[str], int]]:
+def robots_rules(robots_txt: str, user_agent: str) -> list[tuple[bool, re.Pattern[str], int]]:
     """Allow/Disallow rules of the group that applies to ``user_agent``."""
     groups: list[tuple[list[str], list[tuple[bool, str]]]] = []
     in_agents = False
@@ -50,7 +50,7 @@ def _rules(robots_txt: str, user_agent: str) -> list[tuple[bool, re.Pattern[str]
     return rules
 
 
-def _robots_allows(rules: list[tuple[bool, re.Pattern[str], int]], target: str) -> bool:
+def robots_allows(rules: list[tuple[bool, re.Pattern[str], int]], target: str) -> bool:
     """Longest matching rule wins, Allow on a tie (Google's and Protego's rule)."""
     best: tuple[int, bool] | None = None
     for allow, regex, length in rules:

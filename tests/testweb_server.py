@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from testweb_pages import _Answer
+from testweb_pages import Answer
 from testweb_sites import RESET
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "testweb/1.0"
     timeout = 30  # idle keep-alive connections are closed after this many seconds
     disable_nagle_algorithm = True  # no 40 ms Nagle/delayed-ACK stall between writes
-    server: _Server
+    server: Server
     _t0: float
 
     def parse_request(self) -> bool:
@@ -94,7 +94,7 @@ class _Handler(BaseHTTPRequestHandler):
             answer = web._answer(site, path, query, stateful=True)
             body = web._render(answer)
         except Exception:  # pragma: no cover - a bug in the model must still answer
-            answer, body = _Answer(500, {"Content-Type": "text/plain"}), b"testweb error\n"
+            answer, body = Answer(500, {"Content-Type": "text/plain"}), b"testweb error\n"
             self.server.handle_error(self.request, self.client_address)
         web._writing(+1)  # until recorded, so a client that got the response sees its record
         try:
@@ -119,7 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             web._writing(-1)
 
-    def _write(self, answer: _Answer, body: bytes, head: bool) -> tuple[float, int, bool]:
+    def _write(self, answer: Answer, body: bytes, head: bool) -> tuple[float, int, bool]:
         """Send ``answer`` (one write for small responses); status 0 resets the connection.
 
         Returns the end time, taken just before the last write (so a client that waits
@@ -164,7 +164,7 @@ def _host_name(host_header: str) -> str:
     return host.rsplit(":", 1)[0].rstrip(".") if ":" in host else host.rstrip(".")
 
 
-class _Server(ThreadingHTTPServer):
+class Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True

@@ -145,13 +145,13 @@ def canonical(url: str, drop_params: str = DEFAULT_DROP_PARAMS) -> str:
         p for p in parts.query.split("&") if p and not (drop and drop.fullmatch(p.split("=", 1)[0]))
     ]
     query = "?" + "&".join(params) if params else ""
-    return f"{parts.scheme.lower()}://{_netloc(host, port)}{path}{query}"
+    return f"{parts.scheme.lower()}://{netloc(host, port)}{path}{query}"
 
 
-def _netloc(host: str, port: int) -> str:
+def netloc(host: str, port: int) -> str:
     return host if port == 80 else f"{host}:{port}"
 
-def _status_pair(spec: StatusSpec) -> tuple[int, dict[str, str]]:
+def status_pair(spec: StatusSpec) -> tuple[int, dict[str, str]]:
     if isinstance(spec, int):
         return spec, {}
     status, headers = spec
@@ -159,12 +159,12 @@ def _status_pair(spec: StatusSpec) -> tuple[int, dict[str, str]]:
 
 
 _PAGE_RE = re.compile(r"/p/([1-9][0-9]*)\.html")
-_HIDDEN_RE = re.compile(r"/hidden/(0|[1-9][0-9]*)\.html")
-_CAL_RE = re.compile(r"/cal/([0-9]{4,6})/(1[0-2]|[1-9])")
+HIDDEN_PATH_RE = re.compile(r"/hidden/(0|[1-9][0-9]*)\.html")
+CALENDAR_PATH_RE = re.compile(r"/cal/([0-9]{4,6})/(1[0-2]|[1-9])")
 _LOOP_RE = re.compile(r"/(?:loop/)+")
 
 
-def _page_index(site: Site, path: str) -> int | None:
+def page_index(site: Site, path: str) -> int | None:
     if path == "/":
         return 0
     m = _PAGE_RE.fullmatch(path)
@@ -173,8 +173,8 @@ def _page_index(site: Site, path: str) -> int | None:
     return None
 
 
-def _trap_kind(site: Site, path: str) -> str | None:
-    if site.calendar_trap and _CAL_RE.fullmatch(path):
+def trap_kind(site: Site, path: str) -> str | None:
+    if site.calendar_trap and CALENDAR_PATH_RE.fullmatch(path):
         return "calendar"
     if site.session_trap and path == "/s/":
         return "session"
@@ -183,7 +183,7 @@ def _trap_kind(site: Site, path: str) -> str | None:
     return None
 
 
-def _session_number(site: Site, query: str) -> int:
+def session_number(site: Site, query: str) -> int:
     for part in query.split("&"):
         name, _, value = part.partition("=")
         if name == site.session_param and value.isdigit():
