@@ -193,36 +193,22 @@ class WebModel:
                 f"{cs.host} hidden page {m.group(1)}", f"{cs.host}{path}", nav, [], cs.page_bytes
             )
         kind = trap_kind(cs, path)
+        if kind is None:
+            return None
+        text_key = f"{cs.host}{path}"
         if kind == "calendar":
             m = CALENDAR_PATH_RE.fullmatch(path)
             assert m is not None
             year, month = int(m.group(1)), int(m.group(2))
             year, month = (year, month + 1) if month < 12 else (year + 1, 1)
-            return Page(
-                f"{cs.host} calendar {path[5:]}",
-                f"{cs.host}{path}",
-                nav,
-                [(f"/cal/{year}/{month}", "Next month")],
-                cs.page_bytes,
-            )
-        if kind == "session":
+            title, link = f"{cs.host} calendar {path[5:]}", (f"/cal/{year}/{month}", "Next month")
+        elif kind == "session":
             n = session_number(cs, query)
-            return Page(
-                f"{cs.host} session {n}",
-                f"{cs.host}{path}?{n}",
-                nav,
-                [(f"/s/?{cs.session_param}={n + 1}", "Continue")],
-                cs.page_bytes,
-            )
-        if kind == "repeat":
-            return Page(
-                f"{cs.host} loop {path.count('loop/')}",
-                f"{cs.host}{path}",
-                nav,
-                [("loop/", "Again")],
-                cs.page_bytes,
-            )
-        return None
+            title, link = f"{cs.host} session {n}", (f"/s/?{cs.session_param}={n + 1}", "Continue")
+            text_key += f"?{n}"
+        else:  # repeat
+            title, link = f"{cs.host} loop {path.count('loop/')}", ("loop/", "Again")
+        return Page(title, text_key, nav, [link], cs.page_bytes)
 
     def _page_links(self, cs: Site, i: int, path: str) -> list[tuple[str, str]]:
         targets = list(range(cs.fanout * i + 1, min(cs.fanout * i + cs.fanout, cs.pages - 1) + 1))
