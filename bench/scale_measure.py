@@ -21,7 +21,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 import redis  # noqa: E402
 from common import WebLogRun  # noqa: E402
 from crawling import crawl_command  # noqa: E402
-from redis_frontier import memory_of, redis_cpu, wait_all  # noqa: E402
+from redis_frontier_claims import redis_cpu  # noqa: E402
+from redis_frontier_crawls import wait_all  # noqa: E402
+from redis_frontier_seen import memory_of  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 from scale_sim import ShardCosts  # noqa: E402
 from testweb import RequestRecord, Site, TestWeb  # noqa: E402

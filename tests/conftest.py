@@ -14,6 +14,7 @@ from crawling import run_crawl
 from frontier_cases import cluster_url, make_frontier, redis_url  # noqa: F401  the contract's fixtures
 from moto.server import ThreadedMotoServer
 from redis_server import free_port
+from testweb import Site, TestWeb
 
 
 @pytest.fixture
@@ -29,3 +30,18 @@ def moto() -> Iterator[str]:
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+
+
+@pytest.fixture
+def web_factory():
+    """Start test webs: ``web_factory([Site(...)])``; each is stopped after the test."""
+    webs: list[TestWeb] = []
+
+    def make(sites: list[Site]) -> TestWeb:
+        web = TestWeb(sites).start()
+        webs.append(web)
+        return web
+
+    yield make
+    for web in webs:
+        web.stop()

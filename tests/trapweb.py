@@ -14,7 +14,8 @@ import dataclasses
 import secrets
 from urllib.parse import urlsplit
 
-from testweb import _HTML, Site, TestWeb, _Answer, _Page, page_path
+from testweb import Site, TestWeb, page_path
+from testweb_pages import HTML_CONTENT_TYPE, Answer, Page
 
 SHOP_ITEMS = 12
 SHOP_LISTS = 4
@@ -43,22 +44,22 @@ class TrapWeb(TestWeb):
         super().__init__(sites)
         self.session, self.soft_404, self.shop, self.blog = session, soft_404, shop, blog
 
-    def _answer(self, site: Site | None, path: str, query: str, stateful: bool) -> _Answer:
+    def _answer(self, site: Site | None, path: str, query: str, stateful: bool) -> Answer:
         if site is not None and site.host in (self.shop, self.blog) and path != "/robots.txt":
             page = self._shop(path, query) if site.host == self.shop else self._blog(path)
             if page is None:
-                return _Answer(404, {})
-            headers = {"Content-Type": _HTML}
+                return Answer(404, {})
+            headers = {"Content-Type": HTML_CONTENT_TYPE}
             if path.startswith("/print/item/"):
                 headers["Link"] = f'</item?id={path[12:]}>; rel="canonical"'
-            return _Answer(200, headers, page=page)
+            return Answer(200, headers, page=page)
         answer = super()._answer(site, path, query, stateful)
         if site is None or path == "/robots.txt":
             return answer
         if site.host == self.soft_404 and answer.status == 404:
             nav = [("/", "Home"), ("/p/1.html", "Page 1")]
-            return _Answer(200, {"Content-Type": _HTML},
-                           page=_Page("Page not found", "notfound", nav,
+            return Answer(200, {"Content-Type": HTML_CONTENT_TYPE},
+                           page=Page("Page not found", "notfound", nav,
                                       [(path, f"{_NOT_FOUND} ({path})")], 0))
         if site.host == self.session and answer.page is not None:
             page = answer.page
@@ -69,11 +70,11 @@ class TrapWeb(TestWeb):
     # ------------------------------------------------------------ the shop and the blog
 
     @staticmethod
-    def _item(n: int) -> _Page:
-        return _Page(f"Shop item {n}", f"item{n}", [("/", "Shop")],
+    def _item(n: int) -> Page:
+        return Page(f"Shop item {n}", f"item{n}", [("/", "Shop")],
                      [("/list?page=1", "All items"), (f"/item?id={n % SHOP_ITEMS + 1}", "Next item")], 0)
 
-    def _shop(self, path: str, query: str) -> _Page | None:
+    def _shop(self, path: str, query: str) -> Page | None:
         params = dict(p.partition("=")[::2] for p in query.split("&") if p)
         nav = [("/", "Shop"), ("/about?lang=en", "About")]
         if path == "/":
@@ -82,33 +83,33 @@ class TrapWeb(TestWeb):
             links += [("/item?id=5&ref=home", "Offer"), ("/item?id=5&ref=news", "News"),
                       ("/item?id=5&ref=mail", "Mail"), ("/item?id=9&ref=mail", "Mail 9"),
                       ("/about?lang=fr", "A propos")]
-            return _Page("Shop", "shop", nav, links, 0)
+            return Page("Shop", "shop", nav, links, 0)
         if path == "/list" and params.get("page", "").isdigit() and 1 <= int(params["page"]) <= SHOP_LISTS:
             n = int(params["page"])
             items = range(3 * n - 2, 3 * n + 1)
             links = [(f"/item?id={i}", f"Item {i}") for i in items]
-            return _Page(f"Shop list {n}", f"list{n}", nav, links, 0)
+            return Page(f"Shop list {n}", f"list{n}", nav, links, 0)
         if path == "/item" and params.get("id", "").isdigit() and 1 <= int(params["id"]) <= SHOP_ITEMS:
             return self._item(int(params["id"]))
         if path.startswith("/print/item/") and path[12:].isdigit() and 1 <= int(path[12:]) <= SHOP_ITEMS:
             return self._item(int(path[12:]))  # with a Link: rel=canonical header (_answer)
         if path == "/about" and params.get("lang") in ("en", "fr"):
-            return _Page(f"About ({params['lang']})", f"about-{params['lang']}", nav, [], 0)
+            return Page(f"About ({params['lang']})", f"about-{params['lang']}", nav, [], 0)
         return None
 
-    def _blog(self, path: str) -> _Page | None:
+    def _blog(self, path: str) -> Page | None:
         if path == "/":
             links = []
             for t in range(1, TAGS + 1):
                 links.append((f"/tag/{t}", f"Tag {t}"))
                 if t % 5 == 0 and t // 5 <= POSTS:
                     links.append((f"/post/{t // 5}", f"Post {t // 5}"))
-            return _Page("Blog", "blog", [("/", "Blog")], links, 0)
+            return Page("Blog", "blog", [("/", "Blog")], links, 0)
         if path.startswith("/tag/") and path[5:].isdigit() and 1 <= int(path[5:]) <= TAGS:
-            return _Page("All posts", "all-posts", [("/", "Blog")],
+            return Page("All posts", "all-posts", [("/", "Blog")],
                          [(f"/post/{p}", f"Post {p}") for p in range(1, POSTS + 1)], 0)
         if path.startswith("/post/") and path[6:].isdigit() and 1 <= int(path[6:]) <= POSTS:
-            return _Page(f"Post {path[6:]}", f"post{path[6:]}", [("/", "Blog")], [], 0)
+            return Page(f"Post {path[6:]}", f"post{path[6:]}", [("/", "Blog")], [], 0)
         return None
 
     # ------------------------------------------------------------ ground truth
