@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
+from datetime import datetime
 
 import pytest
 import redis
@@ -245,14 +246,24 @@ def test_a_master_away_pauses_only_the_hosts_on_it(tmp_path):
             seen_during_outage.update({host: len({r.path for r in web.hits(host)}) for host in wanted})
             seen_during_outage["wanted"] = wanted
             nodes.restart(victim)
+            seen_during_outage["restarted"] = time.time()  # the records' fetched_at is wall time
 
         expected, in_flight, stored, logs = crawl_through(tmp_path, nodes, sites, kill_then_restart)
     finally:
         nodes.stop()
-    wanted = seen_during_outage.pop("wanted")
+    wanted, restarted = seen_during_outage.pop("wanted"), seen_during_outage.pop("restarted")
     assert all(seen_during_outage[h] == wanted[h] for h in wanted if h not in away)  # the others went on
     assert all(seen_during_outage[h] < wanted[h] for h in away)  # the away hosts waited
     assert set(stored) == expected  # and were crawled once their master was back
+    # at about the policy's pace (a 0.1 s gap), not the engine's 5 s heartbeat (2-4 pages per 5 s)
+    back = {}
+    for record in iter_records(LocalStore(tmp_path / "run" / "store")):
+        host, at = record["url"].split("/")[2].split(":")[0], datetime.fromisoformat(record["fetched_at"])
+        if host in away and at.timestamp() >= restarted:
+            back.setdefault(host, []).append(at.timestamp())
+    assert set(back) == away
+    for host, times in back.items():
+        assert len(times) == 1 or (max(times) - min(times)) / (len(times) - 1) < 0.5, (host, sorted(times))
     assert set(in_flight.values()) == {1}
     for log in logs.values():
         assert "Traceback" not in log and "ERROR" not in log

@@ -10,14 +10,17 @@ from redis import ConnectionError as RedisConnectionError
 from scrapy import Request
 from scrapy.http import Response
 from scrapy.signalmanager import SignalManager
+from twisted.internet import defer
 
 from crawler import signals as crawler_signals
-from crawler.frontier.api import Entry
+from crawler.frontier.api import Entry, Fetch
 from crawler.frontier.calls import InlineCalls
 from crawler.frontier.codec import FAILED_META, revisit_request
+from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.fetches import FETCH_META, FetchReports
 from crawler.frontier.host_news import HostNews
 from crawler.frontier.leases import LeaseBook
+from crawler.frontier.link import FrontierLink
 from crawler.frontier.outbox import Outbox, run_steps
 from crawler.frontier.policy import PolitenessPolicy
 from crawler.frontier.shard_steps import ShardPauses
@@ -248,3 +251,51 @@ def test_host_news_from_signals_become_frontier_steps():
     name, host, until = steps[3]
     assert (name, host) == ("defer", "d.test")
     assert before + 1.0 <= until <= time.time() + 1.0  # the policy's gap after it
+
+
+class QueuedCalls:
+    """The frontier's I/O thread held still: calls wait in the order asked until ``run_all``."""
+
+    def __init__(self, frontier) -> None:
+        self.frontier = frontier
+        self.queue: list[tuple] = []
+
+    def run(self, fn, *args):
+        done = defer.Deferred()
+        self.queue.append((fn, args, done))
+        return done
+
+    def run_all(self) -> None:
+        for _ in range(100):  # each call's callbacks may ask for more
+            if not self.queue:
+                return
+            fn, args, done = self.queue.pop(0)
+            done.callback(fn(*args))
+
+    def waiting_for(self) -> float:
+        return 0.0
+
+
+def test_an_empty_claim_sent_before_a_fetch_report_asks_again():
+    """The engine asks while its one host's fetch is in flight; the fetch ends and its report
+    (which frees the host) goes after that claim, and the engine's next ask is dropped as a
+    claim is on its way. The claim's "nothing due" is stale: the engine is asked again, or
+    the host waits for Scrapy's 5 s heartbeat."""
+    frontier = EmbeddedFrontier(":memory:", policy=PolitenessPolicy(min_delay=0.5, delay_factor=0))
+    frontier.add([Entry(fp, "a.test", 0, f"/{fp}") for fp in (1, 2)])
+    calls, wakes, waits = QueuedCalls(frontier), [], []
+    link = FrontierLink(frontier, lambda key: None, lambda: wakes.append(1), waits.append, 10.0, calls)
+    link.claim(4)
+    calls.run_all()
+    handed = link.claimed.popleft()
+    assert wakes == [1]
+    link.claim(4)  # the engine asks while the fetch is in flight
+    link.write("fetched_many", [Fetch(handed.fp, handed.token, time.time(), 0.01, 200)])  # it ended
+    link.claim(4)  # asked again: a claim is on its way
+    calls.run_all()
+    assert not link.claimed and wakes == [1, 1]  # that claim ran before the report: asked again
+    link.claim(4)
+    calls.run_all()
+    assert not link.claimed and wakes == [1, 1]  # nothing written since: its answer holds
+    assert len(waits) == 1 and 0 < waits[0] <= 0.5  # the host falls due after its gap
+    frontier.close()

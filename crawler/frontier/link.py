@@ -28,9 +28,9 @@ class FrontierLink:
     ``stall_seconds`` is an outage (``watch``); ``wake_in`` hears when to try again."""
 
     def __init__(self, frontier: Frontier, inc_stat: Callable[[str], None], wake_engine: Callable[[], None],
-                 wake_in: Callable[[float], None], stall_seconds: float) -> None:
+                 wake_in: Callable[[float], None], stall_seconds: float, calls: Any = None) -> None:
         self.frontier = frontier
-        self.calls = calls_for(frontier)
+        self.calls = calls or calls_for(frontier)
         self.outbox = Outbox(self.calls, inc_stat, wake_in)
         self.pending = PendingCounts()
         self.wake_engine = wake_engine
@@ -39,6 +39,7 @@ class FrontierLink:
         self.claimed: deque[Claim] = deque()  # claimed in one batch, not yet handed out
         self.closed = False
         self._claiming: defer.Deferred | None = None  # the claim on its way
+        self._claim_after = 0  # the outbox's steps that claim runs after
         self.counts_read: Callable[[], None] = lambda: None  # hears each fresh read of the counts
 
     def write(self, name: str, *args: Any) -> defer.Deferred:
@@ -67,9 +68,13 @@ class FrontierLink:
 
     def claim(self, limit: int) -> None:
         """Claim up to ``limit`` due hosts in one step, unless a claim is on its way or Redis
-        is down; when none is due, ``wake_in`` hears when the next one is."""
+        is down; when none is due, ``wake_in`` hears when the next one is. A claim that finds
+        none while steps written after it wait behind it (a fetch's report, which frees its
+        host) wakes the engine to ask again: the engine's asks meanwhile were dropped, and its
+        "none due, none queued" may no longer hold."""
         if self._claiming is not None or self.outbox.down or self.closed:
             return
+        self._claim_after = self.outbox.sent
         self._claiming = d = self.calls.run(claim_due, self.frontier, limit)
         d.addCallbacks(self._claims_in, self._claim_failed)
 
@@ -82,7 +87,7 @@ class FrontierLink:
                 self.write("requeue", claim.fp, claim.token, claim.request)
             return
         self.claimed.extend(claims)
-        if claims:
+        if claims or self.outbox.written != self._claim_after:
             self.wake_engine()
         elif wait is not None:
             self.wake_in(wait)

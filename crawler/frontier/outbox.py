@@ -68,6 +68,7 @@ class Outbox:
         self.written = 0  # steps ever written: a read issued before the latest write is stale
         self._steps: deque[tuple[str, tuple, defer.Deferred]] = deque()
         self._sending = False
+        self._on_way = 0  # steps of the batch in the I/O thread
         self._down_since: float | None = None
         self._backoff = 0.0
         self._retry_at = 0.0
@@ -86,6 +87,12 @@ class Outbox:
     def idle(self) -> bool:
         """No step waiting or on its way."""
         return not self._steps and not self._sending
+
+    @property
+    def sent(self) -> int:
+        """Steps written that a call sent now through ``calls`` runs after (done, or in the
+        batch on its way): the I/O thread runs calls in the order asked."""
+        return self.written - len(self._steps) + self._on_way
 
     def write(self, name: str, *args: Any) -> defer.Deferred:
         """Queue the step; its Deferred fires with its result once it ran (after an outage,
@@ -117,6 +124,7 @@ class Outbox:
             return
         self._sending = True
         batch = [(name, args) for name, args, _ in list(self._steps)[:BATCH]]
+        self._on_way = len(batch)
         d = self.calls.run(run_steps, self.calls.frontier, batch)
         d.addCallbacks(self._sent, self._crashed)
 
@@ -128,7 +136,7 @@ class Outbox:
         results, error = outcome
         # Popped first: their callbacks may write more steps, which go in the next batch.
         finished = [self._steps.popleft()[2] for _ in results]
-        self._sending = False
+        self._sending, self._on_way = False, 0
         if error is not None:
             self.outage(error)
         for (ok, value), done in zip(results, finished, strict=True):
@@ -147,7 +155,7 @@ class Outbox:
             self._settle(True)
 
     def _crashed(self, failure: Failure) -> None:
-        self._sending = False
+        self._sending, self._on_way = False, 0
         logger.error("Frontier steps failed", exc_info=(failure.type, failure.value, failure.tb))
 
     @staticmethod
