@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import weakref
 
 import pytest
 
@@ -12,6 +13,7 @@ from crawler.extract.html import (
     extract_text,
     normalize_whitespace,
     parse_html,
+    uncached_nodes,
 )
 
 PAGE = b"""<!doctype html><html><head><title> The  Title </title>
@@ -48,6 +50,38 @@ def test_text_keeps_content_and_drops_boilerplate():
 
 def test_links_come_in_document_order_as_written():
     assert extract_hrefs(parse_html(PAGE)) == ["/", "/a", "/area", ""]
+
+
+class _CountingCache(weakref.WeakValueDictionary):
+    """resiliparse's node cache, counting the nodes registered in it."""
+
+    registered = 0
+
+    def __setitem__(self, key, value):
+        self.registered += 1
+        super().__setitem__(key, value)
+
+
+def test_links_and_head_read_without_resiliparse_node_cache(monkeypatch):
+    from resiliparse.parse.html import node
+
+    cache = _CountingCache()
+    monkeypatch.setattr(node, "_node_cache", cache)
+    tree = parse_html(PAGE)
+    _ = tree.document, tree.head
+    registered = cache.registered
+    hrefs, head = extract_hrefs(tree), extract_head(tree)
+    assert node._node_cache is cache  # restored
+    assert cache.registered == registered  # no link or head element registered
+    cached = [e.getattr("href") for e in tree.document.query_selector_all("a[href], area[href]").values()]
+    assert cache.registered > registered  # the counting works: outside the window they are
+    assert hrefs == cached == ["/", "/a", "/area", ""]
+    assert head.canonical == "http://example.com/canon"
+    with pytest.raises(RuntimeError), uncached_nodes():
+        assert node._node_cache is not cache
+        raise RuntimeError
+    assert node._node_cache is cache  # restored after an error too
+    assert tree.body is tree.body  # identity kept outside the window
 
 
 def test_head_title_base_canonical_and_meta_robots():
