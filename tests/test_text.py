@@ -14,6 +14,7 @@ from crawler.extract.html import (
     normalize_whitespace,
     parse_html,
     uncached_nodes,
+    word_count,
 )
 
 PAGE = b"""<!doctype html><html><head><title> The  Title </title>
@@ -148,6 +149,22 @@ def test_adoption_agency_inputs_give_text_and_links(case):
 
 def test_normalize_whitespace():
     assert normalize_whitespace(" a \n\t b  c ") == "a b c"
+
+
+WHITESPACE_CASES = ["", " ", "\n", "a", " a", "a ", "a\nb", "a \nb", "a\n\nb", "a\n", "\na", "a  b",
+                    "a\tb", "a\r\nb", "a\u2028b", "a\xa0b", "a\u3000b", "a\x1cb", "a\x85b", "a\u200bb",
+                    "a\x00b", "one two\nthree four", "caf\xe9 \u201cquoted\u201d\nnext line"]
+
+
+def test_whitespace_fast_paths_equal_the_split_forms():
+    rng = random.Random(18)
+    alphabet = ["a", "b", "\xe9", " ", "  ", "\n", "\t", "\r", "\xa0", "\u2028", "\u3000", "\x0b", "\u200b"]
+    texts = WHITESPACE_CASES + ["".join(rng.choice(alphabet) for _ in range(rng.randrange(12)))
+                                for _ in range(3000)]
+    texts += [extract_text(parse_html(PAGE))]
+    for text in texts:
+        assert normalize_whitespace(text) == " ".join(text.split()), repr(text)
+        assert word_count(text) == len(text.split()), repr(text)
 
 
 def test_any_bytes_give_a_tree_text_and_links_without_raising():
