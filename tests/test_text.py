@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import weakref
 
 import pytest
 
@@ -12,6 +13,8 @@ from crawler.extract.html import (
     extract_text,
     normalize_whitespace,
     parse_html,
+    uncached_nodes,
+    word_count,
 )
 
 PAGE = b"""<!doctype html><html><head><title> The  Title </title>
@@ -48,6 +51,38 @@ def test_text_keeps_content_and_drops_boilerplate():
 
 def test_links_come_in_document_order_as_written():
     assert extract_hrefs(parse_html(PAGE)) == ["/", "/a", "/area", ""]
+
+
+class _CountingCache(weakref.WeakValueDictionary):
+    """resiliparse's node cache, counting the nodes registered in it."""
+
+    registered = 0
+
+    def __setitem__(self, key, value):
+        self.registered += 1
+        super().__setitem__(key, value)
+
+
+def test_links_and_head_read_without_resiliparse_node_cache(monkeypatch):
+    from resiliparse.parse.html import node
+
+    cache = _CountingCache()
+    monkeypatch.setattr(node, "_node_cache", cache)
+    tree = parse_html(PAGE)
+    _ = tree.document, tree.head
+    registered = cache.registered
+    hrefs, head = extract_hrefs(tree), extract_head(tree)
+    assert node._node_cache is cache  # restored
+    assert cache.registered == registered  # no link or head element registered
+    cached = [e.getattr("href") for e in tree.document.query_selector_all("a[href], area[href]").values()]
+    assert cache.registered > registered  # the counting works: outside the window they are
+    assert hrefs == cached == ["/", "/a", "/area", ""]
+    assert head.canonical == "http://example.com/canon"
+    with pytest.raises(RuntimeError), uncached_nodes():
+        assert node._node_cache is not cache
+        raise RuntimeError
+    assert node._node_cache is cache  # restored after an error too
+    assert tree.body is tree.body  # identity kept outside the window
 
 
 def test_head_title_base_canonical_and_meta_robots():
@@ -114,6 +149,22 @@ def test_adoption_agency_inputs_give_text_and_links(case):
 
 def test_normalize_whitespace():
     assert normalize_whitespace(" a \n\t b  c ") == "a b c"
+
+
+WHITESPACE_CASES = ["", " ", "\n", "a", " a", "a ", "a\nb", "a \nb", "a\n\nb", "a\n", "\na", "a  b",
+                    "a\tb", "a\r\nb", "a\u2028b", "a\xa0b", "a\u3000b", "a\x1cb", "a\x85b", "a\u200bb",
+                    "a\x00b", "one two\nthree four", "caf\xe9 \u201cquoted\u201d\nnext line"]
+
+
+def test_whitespace_fast_paths_equal_the_split_forms():
+    rng = random.Random(18)
+    alphabet = ["a", "b", "\xe9", " ", "  ", "\n", "\t", "\r", "\xa0", "\u2028", "\u3000", "\x0b", "\u200b"]
+    texts = WHITESPACE_CASES + ["".join(rng.choice(alphabet) for _ in range(rng.randrange(12)))
+                                for _ in range(3000)]
+    texts += [extract_text(parse_html(PAGE))]
+    for text in texts:
+        assert normalize_whitespace(text) == " ".join(text.split()), repr(text)
+        assert word_count(text) == len(text.split()), repr(text)
 
 
 def test_any_bytes_give_a_tree_text_and_links_without_raising():

@@ -18,6 +18,7 @@ from twisted.python.failure import Failure
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.dedup.fingerprints import content_fingerprints
+from crawler.extract.html import word_count
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
 from crawler.iothread import SparedCalls, spared_or_inline
@@ -117,7 +118,7 @@ class TrapsMiddleware:
         """Apply the rules to ``page``; whether its host is to be (re)demoted."""
         if page.content_sha256 is None:
             return False
-        words = len(page.text.split())
+        words = word_count(page.text)
         probe = self.traps.soft_404(page.url, page.content_sha256, page.simhash or 0, words)
         if probe is not None:
             page.soft_404 = True
