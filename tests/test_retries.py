@@ -160,7 +160,7 @@ def test_workers_of_a_redis_crawl_share_one_hold_per_host(tmp_path):
             seeds = [web.url("fine.test")] + [f"http://localhost:{silent.port}/{i}" for i in range(4)]
             options = {"REDIS_URL": server.url, "CRAWL_ID": "held", "FRONTIER_RETRY_DELAYS": "2,4",
                        "DOWNLOAD_TIMEOUT": 1, "ROBOTSTXT_OBEY": False, "NETWORK_ALLOW": "127.0.0.0/8",
-                       "STORE_URI": tmp_path / "store", "SCHEDULER_IDLE_BEFORE_CLOSE": 2}
+                       "STORE_URI": tmp_path / "store"}
             workers = []
             for name in ("a", "b"):
                 home = tmp_path / name
