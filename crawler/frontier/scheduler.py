@@ -203,9 +203,6 @@ class FrontierScheduler(BaseScheduler):
         if await outbox.drain():
             self._upkeeping = False
             await self._housekeeping()
-            # Requests still in progress end their leases: other workers (or the next run)
-            # fetch them again without waiting out this worker's heartbeat timeout.
-            await self.link.run(self.frontier.leave, time.time())
             if not self.persist and not isinstance(self.frontier, EmbeddedFrontier):
                 await self.link.run(self._forget_if_finished)
         else:
