@@ -68,34 +68,6 @@ def test_a_silent_workers_leases_go_back_at_the_next_beat_of_another(redis_url):
     assert not alive.has_pending() and alive.counters["workers/lost"] == 1
 
 
-def test_leaving_queues_again_what_is_still_leased(make_frontier):
-    f = make_frontier()
-    f.add([entry("http://a.test/1"), entry("http://b.test/1")])
-    held = claim(f, 0.0)
-    finish(f, claim(f, 0.0), 0.0)
-    assert f.leave(1.0) == 1
-    again = claim(f, 1.0)
-    assert (again.fp, again.host) == (held.fp, held.host)
-    finish(f, again, 1.0)
-    assert not f.has_pending()
-
-
-def test_a_worker_that_leaves_gives_its_leases_back_at_once(redis_url):
-    client = redis.Redis.from_url(redis_url)
-    going = RedisFrontier(client, "leave", worker_id="going", worker_timeout=15)
-    staying = RedisFrontier(client, "leave", worker_id="staying", worker_timeout=15)
-    going.add([entry("http://a.test/1")])
-    assert going.heartbeat(100.0) == [] and staying.heartbeat(100.0) == []
-    held = claim(going, 100.0)
-    assert staying.next(101.0) is None
-    assert going.leave(101.0) == 1
-    again = claim(staying, 101.0)  # not 15 s later: its host free, its URL queued again
-    assert (again.fp, again.host) == (held.fp, held.host)
-    assert staying.ack(again.fp, again.token) and not staying.has_pending()
-    assert staying.heartbeat(200.0) == []  # gone, not dead
-    assert "workers/lost" not in staying.counters
-
-
 def test_two_processes_cannot_share_one_embedded_crawl_state(tmp_path):
     first = EmbeddedFrontier(tmp_path / "frontier.sqlite")
     with pytest.raises(RuntimeError, match="in use by another process"):

@@ -197,11 +197,6 @@ class Frontier(Protocol):
         """This worker is alive. Ends the leases of workers silent for longer than the
         worker timeout (``reap`` then queues them); (worker, leases, seconds silent) each."""
 
-    def leave(self, now: float) -> int:
-        """This worker stops cleanly: the leases it still holds end now and their URLs are
-        queued again, for the workers that go on or the next run, without waiting out the
-        worker timeout; it is no longer among the live workers. Returns how many."""
-
     # ---- host state
     def set_politeness_key(self, name: str, key: str) -> None:
         """Host ``name`` shares politeness with every host of ``key``; it may now be leased."""

@@ -18,7 +18,7 @@ import fcntl
 import itertools
 import logging
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -339,23 +339,14 @@ class EmbeddedFrontier(HostControls, ParkedUrls):
 
     def reap(self, now: float) -> int:
         """Queue again the URLs whose lease expired unacked; returns how many."""
-        expired = self._requeue_leases(lambda lease: lease.expires <= now)
+        expired = [(fp, lease) for fp, lease in self._leases.items() if lease.expires <= now]
+        for fp, lease in expired:
+            row = self.db.execute("SELECT request FROM urls WHERE fp = ?", (signed(fp),)).fetchone()
+            self.requeue(fp, lease.token, row[0])
         if expired:
             self.count("leases/expired", len(expired))
             logger.warning("Frontier: %d leases expired unacked; their URLs are queued again", len(expired))
         return len(expired)
-
-    def leave(self, now: float) -> int:
-        """The leases still held are queued again, as the next run would on open."""
-        return len(self._requeue_leases(lambda lease: True))
-
-    def _requeue_leases(self, which: Callable[[Lease], bool]) -> list[int]:
-        """Queue again the URLs of the leases ``which`` picks; their fingerprints."""
-        picked = [(fp, lease) for fp, lease in self._leases.items() if which(lease)]
-        for fp, lease in picked:
-            row = self.db.execute("SELECT request FROM urls WHERE fp = ?", (signed(fp),)).fetchone()
-            self.requeue(fp, lease.token, row[0])
-        return [fp for fp, _ in picked]
 
     def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
         """One process holds the state (its lock): no other worker can die. A run that

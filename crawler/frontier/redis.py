@@ -321,11 +321,6 @@ class RedisFrontier:
                           self.worker_timeout - interval, 2 * interval)
         return [(w.decode(), int(n), float(silent)) for w, n, silent in found]
 
-    def leave(self, now: float) -> int:
-        held = int(self._run("leave", self.worker_id))
-        self.reap(now)
-        return held
-
     def set_politeness_key(self, name: str, key: str) -> None:
         self._run("key", name, key, "key")
 

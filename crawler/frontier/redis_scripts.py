@@ -34,7 +34,6 @@ REVISIT = script("revisit.lua")
 DEAD_HOST = script("dead_host.lua")
 REQUEUE_DEAD = script("requeue_dead.lua")
 HEARTBEAT = script("heartbeat.lua")
-LEAVE = script("leave.lua")
 KEY = script("key.lua")
 DEMOTE = script("demote.lua")
 FORCE = script("force.lua")
@@ -46,6 +45,6 @@ def bodies(bloom: bool) -> dict[str, str]:
     seen set's with ``bloom``)."""
     return {"add": ADD_BLOOM if bloom else ADD, "claim": CLAIM, "times": TIMES, "fetched": FETCHED,
             "ack": ACK,
-            "requeue": REQUEUE, "reap": REAP, "key": KEY, "heartbeat": HEARTBEAT, "leave": LEAVE, "due": DUE,
+            "requeue": REQUEUE, "reap": REAP, "key": KEY, "heartbeat": HEARTBEAT, "due": DUE,
             "requeue_dead": REQUEUE_DEAD, "revisit": REVISIT, "dead_host": DEAD_HOST, "demote": DEMOTE,
             "force": FORCE, "unanswered": UNANSWERED}

@@ -192,9 +192,6 @@ class ShardedRedisFrontier:
                 found[worker] = (held + leases, silent)
         return [(worker, held, silent) for worker, (held, silent) in found.items()]
 
-    def leave(self, now: float) -> int:
-        return sum(self._over_all(lambda shard: shard.leave(now), partial=True))
-
     def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
         shard, local = self._by_token(token)
         return shard.retry_later(fp, local, request, due)
