@@ -79,6 +79,11 @@ class FailureChain:
         delay = self.retry.delay_after(attempts, reason)
         if unanswered and delay is not None:
             delay = self.hold(host, reason, unanswered, now)
+        if delay is None and (is_exhausted(reason) or is_permanent(reason)
+                              or unanswered > len(self.retry.delays)):
+            # Its queue goes first: the report of this fetch frees the host, and a claim
+            # run between the two would fetch a URL of a host given up.
+            self.give_up_host(host, reason, now)
         fetch = self.fetches.unanswered(fp, token)
         if fetch is not None:
             fetch.hold_until = now + delay if unanswered and delay is not None else 0.0
@@ -90,8 +95,6 @@ class FailureChain:
             self.stats.inc_value("frontier/dead_letters")
             logger.warning("Giving up %s after %d attempts (%s): a dead letter (scrapy deadletters %s)",
                            url, attempts, reason, self.crawl_id)
-            if is_exhausted(reason) or is_permanent(reason) or unanswered > len(self.retry.delays):
-                self.give_up_host(host, reason, now)
             return
         self.write("retry_later", fp, token, data, now + delay)
         call_later(delay, self.promote_due_retries)
