@@ -214,6 +214,24 @@ def test_hosts_with_one_politeness_key_share_one_fetch_and_one_gap(make_frontier
     assert claim(f, 2.0).host in {"a.test", "b.test"} - {shared.host}
 
 
+def test_a_host_named_by_an_address_shares_the_key_of_that_address(make_frontier):
+    # a.test's key is 10.0.0.1, also the name of a host that joins the crawl later.
+    if make_frontier.backend == "redis-cluster":
+        pytest.skip("a politeness key groups the hosts of one shard; the two names are on two")
+    f = make_frontier(hold_new_hosts=True)
+    f.add([entry("http://a.test/1"), entry("http://a.test/2")])
+    f.set_politeness_key("a.test", "10.0.0.1")
+    first = claim(f, 0.0)
+    f.add([entry("http://10.0.0.1/1")])
+    assert "10.0.0.1" in f.new_hosts  # a new host, though its key was known before it
+    f.set_politeness_key("10.0.0.1", "10.0.0.1")
+    assert f.next(0.0) is None  # a.test's fetch holds the address
+    assert f.fetched(first.fp, first.token, 1.0, 0.01, 200) == 1.0
+    assert f.next(1.5) == pytest.approx(0.5)
+    assert claim(f, 2.0).host in {"a.test", "10.0.0.1"}
+    assert f.next(2.0) is None  # still one fetch at a time on the address
+
+
 def test_a_host_keeps_the_first_politeness_key_it_is_given(make_frontier):
     # Round-robin DNS gives workers different addresses: the crawl keeps the first.
     f = make_frontier(hold_new_hosts=True)

@@ -15,8 +15,9 @@ mode; ``P q:<host>:<level>`` lists of queued entries (fingerprint, then request)
 ``P host:<host>`` hash (group key, ``n<level>`` URLs queued per level, ``cur`` its cursor
 in the level cycle, ``left`` pages left under its budget, ``level`` the one level of a
 demoted host, ``rl`` the ready set it was last put in, ``ua`` its run of unanswered
-fetches); ``P group:<key>`` hash (next_allowed, backoff, last_gap, crawl_delay, busy) and
-``P members:<key>`` set of its hosts; ``P ready:<level>`` sorted sets of claimable hosts
+fetches), and the times of the politeness key of that name (next_allowed, backoff,
+last_gap, crawl_delay, busy: a host that is its own key is one hash), and
+``P members:<key>`` set of the key's hosts; ``P ready:<level>`` sorted sets of claimable hosts
 by allowed time, a host in that of its best queued URL's level; ``P lease:<fp>`` hash and
 ``P leases`` sorted set by expiry; ``P workers`` sorted set of worker ids by last
 heartbeat and ``P worker:<id>`` set of the fingerprints each one leases; ``P counters`` hash.

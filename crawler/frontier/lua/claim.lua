@@ -48,7 +48,7 @@ while claimed < most do
   local h = P .. 'host:' .. host
   local stored = redis.call('HMGET', h, unpack(fields))  -- one read of all the host needs
   local group, held, left = stored[1], stored[2], stored[3]
-  local g = P .. 'group:' .. group
+  local g = P .. 'host:' .. group
   local next_allowed, busy, backoff, last_gap, delay, shared = unpack(redis.call(
     'HMGET', g, 'next_allowed', 'busy', 'backoff', 'last_gap', 'crawl_delay', 'shared'))
   if held ~= '1' and (busy or '0') == '0' then

@@ -62,7 +62,7 @@ local function schedule(host, free_at)
   end
   local busy, next_allowed = nil, free_at
   if not free_at then
-    busy, next_allowed = unpack(redis.call('HMGET', P .. 'group:' .. group, 'busy', 'next_allowed'))
+    busy, next_allowed = unpack(redis.call('HMGET', P .. 'host:' .. group, 'busy', 'next_allowed'))
   end
   if busy and busy ~= '0' then return end
   best = tostring(best)
@@ -77,7 +77,7 @@ local function join(group, host)
   -- not shared is its one host alone, so claims and releases need not read its members)
   redis.call('SADD', P .. 'members:' .. group, host)
   if redis.call('SCARD', P .. 'members:' .. group) > 1 then
-    redis.call('HSET', P .. 'group:' .. group, 'shared', 1)
+    redis.call('HSET', P .. 'host:' .. group, 'shared', 1)
   end
 end
 local function members(group, host, shared)
@@ -92,7 +92,7 @@ local function release(group, host, free_at, busy, shared)
   -- mid-fetch (absent or 0: none); '1' given: the caller read it and has just written it 0,
   -- and shared as read (see members); else both are read here.
   if busy ~= '1' then
-    local g = P .. 'group:' .. group
+    local g = P .. 'host:' .. group
     if redis.call('HINCRBY', g, 'busy', -1) > 0 then return end
     redis.call('HDEL', g, 'busy')
     shared = true
@@ -101,8 +101,9 @@ local function release(group, host, free_at, busy, shared)
 end
 local function ensure_host(host, held)
   local h = P .. 'host:' .. host
-  if redis.call('EXISTS', h) == 0 then
-    redis.call('HSET', h, 'group', host, 'held', held)
+  -- a host's hash may exist before the host does: as its name's politeness group (an IP)
+  if redis.call('HSETNX', h, 'group', host) == 1 then
+    redis.call('HSET', h, 'held', held)
     if ARGV[2] ~= '' then redis.call('HSET', h, 'left', ARGV[2]) end
     join(host, host)
   end

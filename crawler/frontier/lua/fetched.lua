@@ -14,7 +14,7 @@ for i = 3, #ARGV, 7 do
   else
     local h = P .. 'host:' .. host
     local group, unanswered = unpack(redis.call('HMGET', h, 'group', 'ua'))
-    local g = P .. 'group:' .. group
+    local g = P .. 'host:' .. group
     local backoff, last_gap, delay, busy, shared = unpack(redis.call(
       'HMGET', g, 'backoff', 'last_gap', 'crawl_delay', 'busy', 'shared'))
     local read = (backoff or '0') .. ' ' .. (last_gap or '0') .. ' ' .. (delay or '0')

@@ -7,8 +7,8 @@ if what == 'key' then
   if group ~= value and group == host then
     redis.call('SREM', P .. 'members:' .. group, host)
     redis.call('HSET', h, 'group', value)
-    local old, g = P .. 'group:' .. group, P .. 'group:' .. value
-    if redis.call('EXISTS', g) == 0 then
+    local old, g = P .. 'host:' .. group, P .. 'host:' .. value
+    if redis.call('HEXISTS', g, 'next_allowed') == 0 then
       redis.call('HSET', g, 'next_allowed', redis.call('HGET', old, 'next_allowed') or 0)
     end
     join(value, host)
@@ -20,11 +20,11 @@ if what == 'key' then
   end
   redis.call('HSET', h, 'held', '0')
 elseif what == 'defer' then
-  local g = P .. 'group:' .. group
+  local g = P .. 'host:' .. group
   local now_allowed = tonumber(redis.call('HGET', g, 'next_allowed') or '0')
   if tonumber(value) > now_allowed then redis.call('HSET', g, 'next_allowed', value) end
 else
-  redis.call('HSET', P .. 'group:' .. group, 'crawl_delay', value)
+  redis.call('HSET', P .. 'host:' .. group, 'crawl_delay', value)
 end
 unready(host)
 schedule(host)

@@ -8,7 +8,7 @@ for i = 3, #ARGV, 2 do
   if token ~= ARGV[i + 1] or fetching ~= '1' then
     out[#out + 1] = {0}
   else
-    local g = P .. 'group:' .. redis.call('HGET', P .. 'host:' .. host, 'group')
+    local g = P .. 'host:' .. redis.call('HGET', P .. 'host:' .. host, 'group')
     local backoff, last_gap, delay = unpack(redis.call('HMGET', g, 'backoff', 'last_gap', 'crawl_delay'))
     out[#out + 1] = {1, (backoff or '0') .. ' ' .. (last_gap or '0') .. ' ' .. (delay or '0')}
   end
