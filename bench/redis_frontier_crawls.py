@@ -193,6 +193,9 @@ def run_theirs(web: TestWeb, home: Path, redis_url: str, seeds: list[str], worke
         "TELNETCONSOLE_ENABLED": False,
         "REMOTE_CONTROL_ENABLED": False,
         "TWISTED_DNS_RESOLVER": "testweb.LoopbackResolver",
+        # The test web's resolver is our address guard, which refuses loopback unless
+        # allowed; our add-on allows the seeds' hosts, a stock worker has nothing to.
+        "NETWORK_ALLOW": "127.0.0.0/8",
         "LOG_LEVEL": "INFO",
     }
     procs, logs = [], []
