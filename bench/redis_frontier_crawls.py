@@ -147,6 +147,15 @@ def wait_all(workers: list[subprocess.Popen], timeout: float) -> bool:
     return True
 
 
+def report_errors(run: str, logs: list[Path]) -> None:
+    """Print the workers' first ERROR lines: a run that misses pages with every worker
+    exiting 0 (each fetch failing, say) says nothing otherwise."""
+    errors = [line for log in logs for line in log.read_text(errors="replace").splitlines()
+              if "] ERROR: " in line]
+    print(f"{run}: not every page fetched; {len(errors)} ERROR line(s) in the workers' logs"
+          + "".join(f"\n  {line[:300]}" for line in errors[:3]), file=sys.stderr)
+
+
 def run_ours(web: TestWeb, home: Path, redis_url: str, seeds: list[str], workers: int,
              args: argparse.Namespace) -> tuple[list[subprocess.Popen], list[Path]]:
     procs, logs = [], []
@@ -241,6 +250,8 @@ def crawls(args: argparse.Namespace, tmp: Path) -> None:
                         tail = logs[codes.index(next(filter(None, codes)))].read_text(errors="replace")
                         print(f"{name} x{workers}: a worker failed; its log ends:\n{tail[-2000:]}",
                               file=sys.stderr)
+                    elif runs[-1].pages < len(expected):
+                        report_errors(f"{name} x{workers}", logs)
             client.close()
         finally:
             server.stop()
