@@ -196,7 +196,7 @@ def run_theirs(web: TestWeb, home: Path, redis_url: str, seeds: list[str], worke
         "CONCURRENT_REQUESTS": args.concurrency,
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
         "DOWNLOAD_DELAY": args.gap,
-        "RANDOMIZE_DOWNLOAD_DELAY": False,
+        "DOWNLOAD_DELAY_JITTER": 0,
         "ROBOTSTXT_OBEY": False,
         "COOKIES_ENABLED": False,
         "TELNETCONSOLE_ENABLED": False,
