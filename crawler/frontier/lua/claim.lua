@@ -15,8 +15,14 @@ local orders, size = tonumber(ARGV[7]), tonumber(ARGV[8])
 local order, cycle = {}, {}
 for k = 0, orders - 1 do order[k] = ARGV[9 + k] end
 for k = 0, size - 1 do cycle[k] = ARGV[9 + orders + k] end
-local fields = {'group', 'held', 'left', 'cur'}  -- then the host's URLs queued per level, n0, n1, ...
+-- one read of the host: then its URLs queued per level, n0, n1, ..., its claims, then its
+-- key's times (used when it is its own key: the usual case)
+local fields = {'group', 'held', 'left', 'cur'}
 for level = 0, LEVELS - 1 do fields[level + 5] = 'n' .. level end
+local CLAIMS = LEVELS + 5
+for k, field in ipairs({'claims', 'next_allowed', 'busy', 'backoff', 'last_gap', 'crawl_delay', 'shared'}) do
+  fields[CLAIMS + k - 1] = field
+end
 local closed, wait = {}, nil  -- levels with no due host left; the earliest time among them
 local function take(level)
   -- the earliest due host of the level's ready set, out of it; nil (and the level closed): none
@@ -48,9 +54,14 @@ while claimed < most do
   local h = P .. 'host:' .. host
   local stored = redis.call('HMGET', h, unpack(fields))  -- one read of all the host needs
   local group, held, left = stored[1], stored[2], stored[3]
-  local g = P .. 'host:' .. group
-  local next_allowed, busy, backoff, last_gap, delay, shared = unpack(redis.call(
-    'HMGET', g, 'next_allowed', 'busy', 'backoff', 'last_gap', 'crawl_delay', 'shared'))
+  local own, g = group == host, P .. 'host:' .. group
+  local next_allowed, busy, backoff, last_gap, delay, shared
+  if own then
+    next_allowed, busy, backoff, last_gap, delay, shared = unpack(stored, CLAIMS + 1, CLAIMS + 6)
+  else
+    next_allowed, busy, backoff, last_gap, delay, shared = unpack(redis.call(
+      'HMGET', g, 'next_allowed', 'busy', 'backoff', 'last_gap', 'crawl_delay', 'shared'))
+  end
   if held ~= '1' and (busy or '0') == '0' then
     if tonumber(next_allowed or '0') > allowed then
       schedule(host)  -- another host of its group fetched since: back at the right time
@@ -61,18 +72,20 @@ while claimed < most do
         if tonumber(stored[level + 5] or '0') > 0 then best = level; cur = (cur + step + 1) % size; break end
       end
       if best then
-        local n = 'n' .. best
-        if left then
-          redis.call('HSET', h, 'cur', cur, n, tonumber(stored[best + 5]) - 1, 'left', tonumber(left) - 1)
+        -- claims: what HostBudget.demoted_left counts from; busy: its key's fetch in flight
+        local writes = {'cur', cur, 'n' .. best, tonumber(stored[best + 5]) - 1,
+                        'claims', tonumber(stored[CLAIMS] or '0') + 1}
+        if left then writes[7], writes[8] = 'left', tonumber(left) - 1 end
+        if own then
+          writes[#writes + 1], writes[#writes + 2] = 'busy', 1  -- it was free (0 or absent)
         else
-          redis.call('HSET', h, 'cur', cur, n, tonumber(stored[best + 5]) - 1)
+          redis.call('HINCRBY', g, 'busy', 1)
         end
+        redis.call('HSET', h, unpack(writes))
         local fp, request = entry(redis.call('LPOP', P .. 'q:' .. host .. ':' .. best))
         -- the tokens of this call's leases, taken from P tokens at once
         token = token and token + 1 or redis.call('INCRBY', P .. 'tokens', most) - most + 1
         claimed = claimed + 1
-        redis.call('HINCRBY', h, 'claims', 1)  -- what HostBudget.demoted_left counts from
-        redis.call('HINCRBY', g, 'busy', 1)
         for _, member in ipairs(members(group, host, shared)) do
           if member ~= host then unready(member) end  -- its group is busy now
         end

@@ -8,9 +8,12 @@ if type(redis.pcall('EXISTS', P .. '~1', P .. '~2')) == 'table' then
   return redis.error_reply('TRYAGAIN the slot of ' .. P .. ' is being moved')
 end
 local LEVELS = tonumber(ARGV[1])
--- host hash fields read by schedule: then its URLs queued per level, n0, n1, ...
+-- host hash fields read by schedule: then its URLs queued per level, n0, n1, ..., then the
+-- times of its key when it is its own key (at BUSY and BUSY + 1)
 local SCHEDULE_FIELDS = {'held', 'group', 'left', 'rl'}
 for level = 0, LEVELS - 1 do SCHEDULE_FIELDS[level + 5] = 'n' .. level end
+local BUSY = LEVELS + 5
+SCHEDULE_FIELDS[BUSY], SCHEDULE_FIELDS[BUSY + 1] = 'busy', 'next_allowed'
 local function best_level(counts, first)
   -- the most urgent level with URLs queued, from counts[first + level]; nil: none
   for level = 0, LEVELS - 1 do
@@ -38,12 +41,13 @@ local function unready(host)
   local rl = redis.call('HGET', P .. 'host:' .. host, 'rl')
   if rl then redis.call('ZREM', P .. 'ready:' .. rl, host) end
 end
-local function schedule(host, free_at)
+local function schedule(host, free_at, stored)
   -- put a host in the ready set of its best queued URL's level if it has queued URLs, is not
   -- held, and its group is free; free_at: its group is known to be free from then (just
-  -- released), no need to read it. A host with no pages left has its queues dropped.
+  -- released), no need to read it; stored: its SCHEDULE_FIELDS, when the caller just read
+  -- them. A host with no pages left has its queues dropped.
   local h = P .. 'host:' .. host
-  local stored = redis.call('HMGET', h, unpack(SCHEDULE_FIELDS))
+  stored = stored or redis.call('HMGET', h, unpack(SCHEDULE_FIELDS))
   local held, group, left, rl = stored[1], stored[2], stored[3], stored[4]
   if held == '1' then return end
   local best = best_level(stored, 5)
@@ -62,7 +66,11 @@ local function schedule(host, free_at)
   end
   local busy, next_allowed = nil, free_at
   if not free_at then
-    busy, next_allowed = unpack(redis.call('HMGET', P .. 'host:' .. group, 'busy', 'next_allowed'))
+    if group == host then
+      busy, next_allowed = stored[BUSY], stored[BUSY + 1]
+    else
+      busy, next_allowed = unpack(redis.call('HMGET', P .. 'host:' .. group, 'busy', 'next_allowed'))
+    end
   end
   if busy and busy ~= '0' then return end
   best = tostring(best)
@@ -86,18 +94,21 @@ local function members(group, host, shared)
   if shared then return redis.call('SMEMBERS', P .. 'members:' .. group) end
   return {host}
 end
-local function release(group, host, free_at, busy, shared)
+local function release(group, host, free_at, busy, shared, stored)
   -- the fetch of host's group ended; free_at: its next allowed time, when the caller just
   -- wrote it. busy counts the group's fetches in flight: one, or more only where keys merged
   -- mid-fetch (absent or 0: none); '1' given: the caller read it and has just written it 0,
-  -- and shared as read (see members); else both are read here.
+  -- and shared as read (see members); else both are read here. stored: host's
+  -- SCHEDULE_FIELDS as the caller just read them (see schedule).
   if busy ~= '1' then
     local g = P .. 'host:' .. group
     if redis.call('HINCRBY', g, 'busy', -1) > 0 then return end
     redis.call('HDEL', g, 'busy')
     shared = true
   end
-  for _, member in ipairs(members(group, host, shared)) do schedule(member, free_at) end
+  for _, member in ipairs(members(group, host, shared)) do
+    schedule(member, free_at, member == host and stored or nil)
+  end
 end
 local function ensure_host(host, held)
   local h = P .. 'host:' .. host

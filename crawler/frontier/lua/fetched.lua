@@ -6,6 +6,12 @@
 -- its host's run of unanswered ones (ua in its hash).
 local out = {}
 local counts = {fetched = 0, failed = 0}
+-- one read of the host: what schedule reads, its run of unanswered fetches, then its key's
+-- times (used when it is its own key)
+local fields, TIMES = {unpack(SCHEDULE_FIELDS)}, #SCHEDULE_FIELDS + 2
+for k, field in ipairs({'ua', 'backoff', 'last_gap', 'crawl_delay', 'busy', 'shared'}) do
+  fields[#SCHEDULE_FIELDS + k] = field
+end
 for i = 3, #ARGV, 7 do
   local l = P .. 'lease:' .. ARGV[i]
   local token, fetching, host = unpack(redis.call('HMGET', l, 'token', 'fetching', 'host'))
@@ -13,10 +19,16 @@ for i = 3, #ARGV, 7 do
     out[#out + 1] = 0
   else
     local h = P .. 'host:' .. host
-    local group, unanswered = unpack(redis.call('HMGET', h, 'group', 'ua'))
+    local stored = redis.call('HMGET', h, unpack(fields))
+    local group, unanswered = stored[2], stored[TIMES - 1]
     local g = P .. 'host:' .. group
-    local backoff, last_gap, delay, busy, shared = unpack(redis.call(
-      'HMGET', g, 'backoff', 'last_gap', 'crawl_delay', 'busy', 'shared'))
+    local backoff, last_gap, delay, busy, shared
+    if group == host then
+      backoff, last_gap, delay, busy, shared = unpack(stored, TIMES, TIMES + 4)
+    else
+      backoff, last_gap, delay, busy, shared = unpack(redis.call(
+        'HMGET', g, 'backoff', 'last_gap', 'crawl_delay', 'busy', 'shared'))
+    end
     local read = (backoff or '0') .. ' ' .. (last_gap or '0') .. ' ' .. (delay or '0')
     if ARGV[i + 6] ~= '' and read ~= ARGV[i + 6] then
       out[#out + 1] = 2
@@ -27,7 +39,7 @@ for i = 3, #ARGV, 7 do
       local times = {'next_allowed', ARGV[i + 2], 'backoff', ARGV[i + 3], 'last_gap', ARGV[i + 4]}
       if busy == '1' then times[7], times[8] = 'busy', 0 end  -- its only fetch: freed in this write
       redis.call('HSET', g, unpack(times))
-      release(group, host, ARGV[i + 2], busy, shared)
+      release(group, host, ARGV[i + 2], busy, shared, stored)
       out[#out + 1] = 1
     end
   end
