@@ -19,7 +19,9 @@ class ArgumentError(ValueError):
     names each bad value and why."""
 
 
-def _seed_problem(raw: str, normalized: str | None) -> str | None:
+def seed_problem(raw: str, normalized: str | None) -> str | None:
+    """Why ``raw`` cannot be a seed, given what it normalised to (None: it can), for the
+    messages of a bad seed argument and of a rejected pushed seed."""
     if normalized is not None:
         return None
     if _names_a_file(raw):
@@ -62,7 +64,7 @@ def parse_seeds(value: str | list[str] | None, normalize: UrlNormalizer) -> list
     problems = []
     for r in raw:
         url = normalize(r)
-        problem = _seed_problem(r, url)
+        problem = seed_problem(r, url)
         if problem:
             problems.append(f"  {r!r}: {problem}")
         else:

@@ -25,9 +25,9 @@ from crawler.robots.rules import product_token
 from crawler.spiders.arguments import (
     SEED_FILE_SUFFIXES,
     ArgumentError,
-    _seed_problem,
     check_arguments,
     parse_seeds,
+    seed_problem,
 )
 from crawler.spiders.pushed_seeds import PushedSeeds
 from crawler.stages import StageClock
@@ -166,7 +166,7 @@ class WebSpider(scrapy.Spider):
         their hosts, each scheduled; a bad one is logged and counted."""
         for raw in urls:
             url = self._normalize(raw) if isinstance(raw, str) else None
-            problem = _seed_problem(str(raw), url)
+            problem = seed_problem(str(raw), url)
             if problem:
                 self.logger.warning("Pushed seed %r rejected: %s", raw, problem)
                 self.crawler.stats.inc_value("seeds/rejected")

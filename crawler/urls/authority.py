@@ -10,7 +10,7 @@ from urllib.parse import unquote
 
 import idna
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 # A host after IDNA: LDH labels (underscore allowed, as DNS and browsers allow
@@ -101,7 +101,7 @@ def _normalize_authority(scheme: str, authority: str) -> str | None:
     number = int(digits)
     if number > 65535:
         return None
-    if number == _DEFAULT_PORTS[scheme]:
+    if number == DEFAULT_PORTS[scheme]:
         return host
     return host + ":" + digits
 
@@ -112,7 +112,8 @@ _AUTHORITY_CACHE: dict[str, str | None] = {}
 _AUTHORITY_CACHE_MAX = 50_000
 
 
-def _normal_prefix(prefix: str, scheme: str, authority: str) -> str | None:
+def normal_prefix(prefix: str, scheme: str, authority: str) -> str | None:
+    """``prefix`` (``scheme://authority`` as written) in normal form, or None; cached."""
     cached = _AUTHORITY_CACHE.get(prefix, "")
     if cached != "":
         return cached

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from typing import Any
 
 from crawler.defaults import URL_DROP_PARAMS
-from crawler.urls.authority import _DEFAULT_PORTS, _normal_prefix
-from crawler.urls.references import _clean, _resolve, _split_scheme, absolute_reference
+from crawler.urls.authority import DEFAULT_PORTS, normal_prefix
+from crawler.urls.references import absolute_reference, clean, resolve, split_scheme
 
 __all__ = ["DEFAULT_DROP_PARAMS", "UrlNormalizer", "absolute_reference", "normalize_url"]
 
@@ -115,7 +115,7 @@ def _sort_key(param: str) -> str:
 
 def _normalize(url: str, base: str | None, drop: Callable[[str], object] | None) -> str | None:
     """Normalise ``url`` (see module docstring); ``drop(name)`` true drops a parameter."""
-    text = _clean(url)
+    text = clean(url)
     hash_at = text.find("#")
     if hash_at >= 0:
         text = text[:hash_at]
@@ -126,11 +126,11 @@ def _normalize(url: str, base: str | None, drop: Callable[[str], object] | None)
     elif text.startswith("https://"):
         scheme, start = "https", 8
     else:
-        parts = _split_scheme(text)
+        parts = split_scheme(text)
         if parts is None:
             if base is None:
                 return None
-            resolved = _resolve(text, base)
+            resolved = resolve(text, base)
             if resolved is None:
                 return None
             text = resolved
@@ -138,7 +138,7 @@ def _normalize(url: str, base: str | None, drop: Callable[[str], object] | None)
             start = len(scheme) + 3
         else:
             scheme, rest = parts
-            if scheme not in _DEFAULT_PORTS:
+            if scheme not in DEFAULT_PORTS:
                 return None
             if rest.startswith("//"):
                 start = len(text) - len(rest) + 2
@@ -147,7 +147,7 @@ def _normalize(url: str, base: str | None, drop: Callable[[str], object] | None)
                 # like browsers do when the base has the same scheme.
                 if base is None:
                     return None
-                resolved = _resolve(rest, base)
+                resolved = resolve(rest, base)
                 if resolved is None or not resolved.startswith(scheme + ":"):
                     return None
                 text = resolved
@@ -159,7 +159,7 @@ def _normalize(url: str, base: str | None, drop: Callable[[str], object] | None)
     slash = text.find("/", start, end)
     if slash >= 0:
         end = slash
-    prefix = _normal_prefix(text[:end], scheme, text[start:end])
+    prefix = normal_prefix(text[:end], scheme, text[start:end])
     if prefix is None:
         return None
 

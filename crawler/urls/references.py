@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from crawler.urls.authority import _DEFAULT_PORTS
+from crawler.urls.authority import DEFAULT_PORTS
 
 # Leading/trailing characters removed before parsing: C0 controls and space
 # (the WHATWG URL parser's set; non-ASCII spaces are left to be percent-encoded).
@@ -17,7 +17,7 @@ _TAB_CR_LF = {9: None, 10: None, 13: None}
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 
 
-def _clean(text: str) -> str:
+def clean(text: str) -> str:
     """Strip surrounding C0/space and remove tab, CR and LF anywhere (WHATWG)."""
     if text and (text[0] <= " " or text[-1] <= " "):
         text = text.strip(_C0_AND_SPACE)
@@ -26,7 +26,7 @@ def _clean(text: str) -> str:
     return text
 
 
-def _split_scheme(text: str) -> tuple[str, str] | None:
+def split_scheme(text: str) -> tuple[str, str] | None:
     """Return (lowercased scheme, rest after ``:``), or None for a relative reference."""
     match = _SCHEME.match(text)
     if match is None:
@@ -36,15 +36,15 @@ def _split_scheme(text: str) -> tuple[str, str] | None:
 
 def _split_base(base: str) -> tuple[str, str, str, str] | None:
     """Parse an http(s) base URL into (scheme, authority, path, query-with-?)."""
-    base = _clean(base)
+    base = clean(base)
     hash_at = base.find("#")
     if hash_at >= 0:
         base = base[:hash_at]
-    parts = _split_scheme(base)
+    parts = split_scheme(base)
     if parts is None:
         return None
     scheme, rest = parts
-    if scheme not in _DEFAULT_PORTS or not rest.startswith("//"):
+    if scheme not in DEFAULT_PORTS or not rest.startswith("//"):
         return None
     question = rest.find("?")
     query = ""
@@ -59,7 +59,7 @@ def _split_base(base: str) -> tuple[str, str, str, str] | None:
 _BASE_CACHE: list[tuple[str, tuple[str, str, str, str] | None]] = [("", None)]
 
 
-def _resolve(ref: str, base: str) -> str | None:
+def resolve(ref: str, base: str) -> str | None:
     """Resolve a reference without a scheme against ``base`` (RFC 3986 5.2.2).
 
     Dot-segments are left in: the caller removes them from the whole path.
@@ -99,4 +99,4 @@ def absolute_reference(ref: str, base: str) -> str | None:
         return None
     if ":" in ref and _SCHEME.match(ref):
         return ref
-    return _resolve(ref, base)
+    return resolve(ref, base)
