@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from w3lib.url import canonicalize_url
 
-from crawler.urls import normalize as urls
+from crawler.urls import authority
 from crawler.urls.keys import fingerprint
 from crawler.urls.normalize import normalize_url
 
@@ -121,7 +121,7 @@ def best_rate(func: Callable[[], object], count: int, repeats: int = REPEATS) ->
     """Best of ``repeats`` runs of ``func`` (which handles ``count`` URLs), in URLs/s."""
     best = float("inf")
     for _ in range(repeats):
-        urls._AUTHORITY_CACHE.clear()
+        authority._AUTHORITY_CACHE.clear()
         start = time.perf_counter()
         func()
         best = min(best, time.perf_counter() - start)

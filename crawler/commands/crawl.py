@@ -9,7 +9,8 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
 from crawler.config import SettingError, check_settings
-from crawler.spiders.web import ArgumentError, WebSpider, check_arguments
+from crawler.spiders.arguments import ArgumentError, check_arguments
+from crawler.spiders.web import WebSpider
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, ScrapyHelpFormatter):

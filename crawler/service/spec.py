@@ -9,7 +9,7 @@ from typing import Any
 from scrapy.settings import Settings
 
 from crawler.config import setting_problems
-from crawler.spiders.web import ArgumentError, check_arguments
+from crawler.spiders.arguments import ArgumentError, check_arguments
 
 # The settings a request may set, by the JSON type each takes: politeness, budgets, depth
 # and trap limits, revisits, continuous mode and close conditions. Nothing that names a

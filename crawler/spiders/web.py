@@ -3,132 +3,48 @@
 from __future__ import annotations
 
 import gc
-import json
-import logging
-import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import scrapy
 from lxml import etree
-from redis import Redis, RedisError
-from scrapy import signals
-from scrapy.exceptions import CloseSpider, DontCloseSpider
+from scrapy.exceptions import CloseSpider
 from scrapy.http import HtmlResponse
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
-from twisted.internet.task import LoopingCall
-from twisted.python.failure import Failure
 
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.extract.html import extract_text, parse_html
 from crawler.extract.page import extract_page, not_modified_page
-from crawler.frontier.connection import first_redis, uses_redis
-from crawler.frontier.crawl_id import crawl_id_of
-from crawler.iothread import IoThread
+from crawler.frontier.connection import uses_redis
 from crawler.items import Page, ProbeAnswer
 from crawler.middlewares.traps import TrapsMiddleware
 from crawler.robots.meta import PageDirectives, page_directives
 from crawler.robots.rules import product_token
+from crawler.spiders.arguments import (
+    SEED_FILE_SUFFIXES,
+    ArgumentError,
+    check_arguments,
+    parse_seeds,
+    seed_problem,
+)
+from crawler.spiders.pushed_seeds import PushedSeeds
 from crawler.stages import StageClock
 from crawler.urls.canonical import header_canonical, page_canonical
 from crawler.urls.keys import registered_domain, url_host
-from crawler.urls.links import SCOPES, LinkFollower, Scope
+from crawler.urls.links import LinkFollower, Scope
 from crawler.urls.normalize import UrlNormalizer
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
 
-logger = logging.getLogger(__name__)
-
-
-class ArgumentError(ValueError):
-    """A spider argument cannot be used (a bad seed, scope or page cap); the message
-    names each bad value and why."""
-
-
-def _seed_problem(raw: str, normalized: str | None) -> str | None:
-    if normalized is not None:
-        return None
-    if _names_a_file(raw):
-        return "a file name, but seed files go alone: -a seeds=FILE"
-    if "://" not in raw and ":" not in raw.split("/")[0]:
-        return f"no scheme: did you mean http://{raw} ?" if "." in raw else "not a URL or a file"
-    scheme = raw.split(":", 1)[0].lower()
-    if scheme not in ("http", "https"):
-        return f"scheme {scheme!r} is not http or https"
-    return "not a valid http(s) URL (bad host or port)"
-
-
-# Suffixes of seed files; no top-level domain is spelled so.
-SEED_FILE_SUFFIXES = (".txt", ".csv", ".tsv", ".lst", ".list", ".urls", ".seeds")
-
-
-def _names_a_file(value: str) -> bool:
-    """A single argument that is meant as a seed file, not a URL: a path or a file name."""
-    return "," not in value and ":" not in value and (
-        value.startswith(("/", "./", "../", "~")) or Path(value).suffix.lower() in SEED_FILE_SUFFIXES)
-
-
-def parse_seeds(value: str | list[str] | None, normalize: UrlNormalizer) -> list[str]:
-    """Normalised seed URLs from ``URL[,URL...]``, a file (one URL per line, ``#`` comments)
-    or a list; raises :class:`ArgumentError` naming every bad seed and why."""
-    if not value:
-        raise ArgumentError("no seeds given: use -a seeds=URL[,URL...] or -a seeds=FILE")
-    if isinstance(value, str):
-        if "://" not in value and Path(value).is_file():
-            lines = Path(value).read_text(encoding="utf-8").splitlines()
-            raw = [line.split("#", 1)[0].strip() for line in lines]
-        elif _names_a_file(value):
-            raise ArgumentError(f"seed file {value!r} does not exist (looked for {Path(value).resolve()})")
-        else:
-            raw = [part.strip() for part in value.split(",")]
-    else:
-        raw = [str(part).strip() for part in value]
-    raw = [r for r in raw if r]
-    seeds: dict[str, None] = {}  # ordered, and a million seeds do not cost a million scans
-    problems = []
-    for r in raw:
-        url = normalize(r)
-        problem = _seed_problem(r, url)
-        if problem:
-            problems.append(f"  {r!r}: {problem}")
-        else:
-            seeds[url] = None
-    if problems:
-        raise ArgumentError("bad seed(s), nothing was fetched:\n" + "\n".join(problems))
-    if not seeds:
-        raise ArgumentError(f"no seeds in {value!r}")
-    return list(seeds)
-
-
-def check_arguments(
-    seeds: str | list[str] | None,
-    scope: str | None,
-    max_pages: int | str | None,
-    settings: BaseSettings,
-) -> tuple[list[str], str, int]:
-    """(normalised seeds, scope, page cap) from the spider's arguments and settings;
-    raises :class:`ArgumentError` before anything is fetched."""
-    normalize = UrlNormalizer.from_settings(settings)
-    # A worker of a Redis crawl may start without seeds: they can be pushed later.
-    seed_urls = [] if not seeds and uses_redis(settings) else parse_seeds(seeds, normalize)
-    scope = scope or settings.get("CRAWL_SCOPE", defaults.CRAWL_SCOPE)
-    if scope not in SCOPES:
-        raise ArgumentError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
-    if max_pages is None:
-        max_pages = settings.getint("CRAWL_MAX_PAGES", defaults.CRAWL_MAX_PAGES)
-    try:
-        cap = int(max_pages)
-    except ValueError:
-        cap = -1
-    if cap < 0:
-        raise ArgumentError(f"max_pages must be a whole number >= 0, not {max_pages!r}")
-    return seed_urls, scope, cap
+# The arguments' checks and the pushed seeds live in their own modules; their names are
+# still importable from here.
+__all__ = [
+    "SEED_FILE_SUFFIXES", "ArgumentError", "PushedSeeds", "WebSpider", "check_arguments", "parse_seeds",
+]
 
 
 def _sitemap_priority(value: str | None) -> float | None:
@@ -138,99 +54,6 @@ def _sitemap_priority(value: str | None) -> float | None:
     except ValueError:
         return None
     return priority if priority is not None and 0.0 <= priority <= 1.0 else None
-
-
-class PushedSeeds:
-    """Seeds pushed into Redis while a crawl runs: the list ``crawl:{<CRAWL_ID>}:seeds``
-    (items: URLs, plain or as JSON strings), or scrapy-redis's ``REDIS_START_URLS_KEY``. Polled every
-    ``SEEDS_POLL_INTERVAL`` seconds, off the reactor (a stalled Redis stalls no download);
-    an idle worker waits ``SCHEDULER_IDLE_BEFORE_CLOSE`` seconds for more work (pushed seeds,
-    or URLs other workers find) before it closes."""
-
-    def __init__(self, spider: WebSpider, client: Redis, key: str, interval: float,
-                 idle_before_close: float) -> None:
-        self.spider = spider
-        self.redis = client
-        self.key = key
-        self.interval = interval
-        self.idle_before_close = idle_before_close
-        self._idle_since: float | None = None
-        self._poll = LoopingCall(self.poll)
-        self._io: IoThread | None = None
-        self._reading = False  # a read on its way
-        self._found = 0  # seeds read since the spider was last idle
-        self._unreadable_said = False  # the outage was logged
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler, spider: WebSpider) -> PushedSeeds:
-        s = crawler.settings
-        key = s.get("REDIS_START_URLS_KEY", defaults.REDIS_START_URLS_KEY)
-        key = key % {"name": spider.name} if key else f"crawl:{{{crawl_id_of(crawler, spider)}}}:seeds"
-        seeds = cls(spider, first_redis(s), key,
-                    s.getfloat("SEEDS_POLL_INTERVAL", defaults.SEEDS_POLL_INTERVAL),
-                    s.getfloat("SCHEDULER_IDLE_BEFORE_CLOSE", defaults.SCHEDULER_IDLE_BEFORE_CLOSE))
-        crawler.signals.connect(seeds.spider_opened, signal=signals.spider_opened)
-        crawler.signals.connect(seeds.spider_idle, signal=signals.spider_idle)
-        crawler.signals.connect(seeds.spider_closed, signal=signals.spider_closed)
-        return seeds
-
-    def spider_opened(self) -> None:
-        self._io = IoThread("pushed-seeds-io")
-        self._poll.start(self.interval, now=False)
-
-    def spider_closed(self) -> None:
-        if self._poll.running:
-            self._poll.stop()
-        if self._io is not None:
-            self._io.stop()
-
-    def poll(self) -> None:
-        """Read the seeds waiting in Redis, off the reactor, one read at a time."""
-        if self._reading or self._io is None:
-            return
-        self._reading = True
-        d = self._io.run(self.redis.lpop, self.key, 1000)
-        d.addCallbacks(self._read, self._unreadable)
-        d.addBoth(self._read_over)
-
-    def _read(self, items: list[bytes] | None) -> None:
-        """Schedule the seeds read."""
-        self._unreadable_said = False
-        urls = []
-        for item in items or []:
-            try:
-                urls.append(json.loads(item))
-            except ValueError:
-                urls.append(item.decode("utf-8", "replace"))
-        if urls:
-            self._idle_since = None
-            self._found += len(urls)
-            self.spider.add_seeds(urls)
-
-    def _unreadable(self, failure: Failure) -> None:
-        if not failure.check(RedisError):
-            failure.raiseException()
-        if not self._unreadable_said:  # once until a read succeeds
-            self._unreadable_said = True
-            logger.warning("Could not read pushed seeds from Redis: %s", failure.value)
-
-    def _read_over(self, result: Any) -> Any:
-        self._reading = False
-        return result
-
-    def working(self) -> None:
-        self._idle_since = None
-
-    def spider_idle(self) -> None:
-        found, self._found, reading = self._found, 0, self._reading
-        self.poll()
-        if found or reading:  # seeds came, or may be on their way
-            raise DontCloseSpider
-        now = time.monotonic()
-        if self._idle_since is None:
-            self._idle_since = now
-        if now - self._idle_since < self.idle_before_close:
-            raise DontCloseSpider
 
 
 def _freeze_the_process() -> None:
@@ -343,7 +166,7 @@ class WebSpider(scrapy.Spider):
         their hosts, each scheduled; a bad one is logged and counted."""
         for raw in urls:
             url = self._normalize(raw) if isinstance(raw, str) else None
-            problem = _seed_problem(str(raw), url)
+            problem = seed_problem(str(raw), url)
             if problem:
                 self.logger.warning("Pushed seed %r rejected: %s", raw, problem)
                 self.crawler.stats.inc_value("seeds/rejected")

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from crawler.urls.keys import fingerprint, registered_domain, url_host
-from crawler.urls.normalize import absolute_reference
+from crawler.urls.references import absolute_reference
 from crawler.urls.rejects import rejection_reason
 from crawler.urls.traps import has_repeated_segments
 

@@ -23,29 +23,17 @@ methods; ``urllib.parse`` is not used per URL.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import unquote
-
-import idna
 
 from crawler.defaults import URL_DROP_PARAMS
+from crawler.urls.authority import DEFAULT_PORTS, normal_prefix
+from crawler.urls.references import absolute_reference, clean, resolve, split_scheme
 
 __all__ = ["DEFAULT_DROP_PARAMS", "UrlNormalizer", "absolute_reference", "normalize_url"]
 
 DEFAULT_DROP_PARAMS: str = URL_DROP_PARAMS
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-# Leading/trailing characters removed before parsing: C0 controls and space
-# (the WHATWG URL parser's set; non-ASCII spaces are left to be percent-encoded).
-_C0_AND_SPACE = "".join(chr(c) for c in range(0x21))
-_TAB_CR_LF = {9: None, 10: None, 13: None}
-
-# RFC 3986 3.1: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ).
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 
 # Characters allowed raw in a normalised path or query: RFC 3986 unreserved and
 # reserved (less "#", which always starts the fragment). "%" is not in the set,
@@ -121,209 +109,13 @@ def _remove_dot_segments(path: str) -> str:
     return "/" + "/".join(out)
 
 
-# A host after IDNA: LDH labels (underscore allowed, as DNS and browsers allow
-# it), no empty label, optionally the root's trailing dot.
-_HOSTNAME = re.compile(r"[a-z0-9_\-]+(?:\.[a-z0-9_\-]+)*\.?")
-_IPV6_CHARS = re.compile(r"[0-9a-f:.]+")
-
-
-def _idna_to_ascii(host: str) -> str | None:
-    """Map a Unicode host to its ASCII (punycode) form, or None if it cannot be one.
-
-    UTS 46 mapping, non-transitional (so ``ß`` stays ``ß``, as in browsers and
-    IDNA 2008): NFKC-style folding (fullwidth letters, ideographic full stops),
-    lowercasing, then each non-ASCII label is punycoded. ``xn--`` labels and
-    ASCII labels pass through, so mixed hosts work. The stricter IDNA 2008
-    validity rules are not applied, as browsers do not apply them either.
-    """
-    try:
-        mapped = idna.uts46_remap(host, std3_rules=False, transitional=False)
-    except (idna.IDNAError, ValueError):
-        return None
-    labels = mapped.split(".")
-    for i, label in enumerate(labels):
-        if not label.isascii():
-            labels[i] = "xn--" + label.encode("punycode").decode("ascii")
-    return ".".join(labels)
-
-
-def _normalize_host(host: str) -> str | None:
-    """Lowercase, percent-decode and IDNA-encode a reg-name host; None if invalid."""
-    if "%" in host:
-        # WHATWG host parsing: percent-decode to bytes, then UTF-8.
-        try:
-            host = unquote(host, encoding="utf-8", errors="strict")
-        except UnicodeDecodeError:
-            return None
-    if host.isascii():
-        host = host.lower()
-    else:
-        ascii_host = _idna_to_ascii(host)
-        if ascii_host is None:
-            return None
-        host = ascii_host
-    return host if _HOSTNAME.fullmatch(host) else None
-
-
-def _normalize_authority(scheme: str, authority: str) -> str | None:
-    """Return ``host[:port]`` in normal form (no userinfo, no default port), or None."""
-    at = authority.rfind("@")
-    if at >= 0:
-        authority = authority[at + 1 :]
-    if authority.startswith("["):
-        close = authority.find("]")
-        if close < 0:
-            return None
-        literal = authority[1:close].lower()
-        if not _IPV6_CHARS.fullmatch(literal):
-            return None  # IPvFuture and zone identifiers are not crawlable
-        try:
-            ipaddress.IPv6Address(literal)
-        except ValueError:
-            return None
-        host = "[" + literal + "]"
-        rest = authority[close + 1 :]
-        if rest and rest[0] != ":":
-            return None
-        port = rest[1:]
-    else:
-        colon = authority.rfind(":")
-        if colon >= 0:
-            port = authority[colon + 1 :]
-            authority = authority[:colon]
-        else:
-            port = ""
-        if not authority:
-            return None
-        normal_host = _normalize_host(authority)
-        if normal_host is None:
-            return None
-        host = normal_host
-    if not port:
-        return host
-    if not (port.isascii() and port.isdigit()):
-        return None
-    digits = port.lstrip("0")
-    if not digits or len(digits) > 5:
-        return None  # port 0, or too many digits to be a port
-    number = int(digits)
-    if number > 65535:
-        return None
-    if number == _DEFAULT_PORTS[scheme]:
-        return host
-    return host + ":" + digits
-
-
-# "scheme://authority" as written -> "scheme://host[:port]" in normal form, or
-# None. Links cluster on few hosts, so this saves the host work on most links.
-_AUTHORITY_CACHE: dict[str, str | None] = {}
-_AUTHORITY_CACHE_MAX = 50_000
-
-
-def _normal_prefix(prefix: str, scheme: str, authority: str) -> str | None:
-    cached = _AUTHORITY_CACHE.get(prefix, "")
-    if cached != "":
-        return cached
-    hostport = _normalize_authority(scheme, authority)
-    normal = None if hostport is None else scheme + "://" + hostport
-    if len(_AUTHORITY_CACHE) >= _AUTHORITY_CACHE_MAX:
-        _AUTHORITY_CACHE.clear()
-    _AUTHORITY_CACHE[prefix] = normal
-    return normal
-
-
-def _clean(text: str) -> str:
-    """Strip surrounding C0/space and remove tab, CR and LF anywhere (WHATWG)."""
-    if text and (text[0] <= " " or text[-1] <= " "):
-        text = text.strip(_C0_AND_SPACE)
-    if "\t" in text or "\n" in text or "\r" in text:
-        text = text.translate(_TAB_CR_LF)
-    return text
-
-
-def _split_scheme(text: str) -> tuple[str, str] | None:
-    """Return (lowercased scheme, rest after ``:``), or None for a relative reference."""
-    match = _SCHEME.match(text)
-    if match is None:
-        return None
-    return match.group(1).lower(), text[match.end() :]
-
-
-def _split_base(base: str) -> tuple[str, str, str, str] | None:
-    """Parse an http(s) base URL into (scheme, authority, path, query-with-?)."""
-    base = _clean(base)
-    hash_at = base.find("#")
-    if hash_at >= 0:
-        base = base[:hash_at]
-    parts = _split_scheme(base)
-    if parts is None:
-        return None
-    scheme, rest = parts
-    if scheme not in _DEFAULT_PORTS or not rest.startswith("//"):
-        return None
-    question = rest.find("?")
-    query = ""
-    if question >= 0:
-        rest, query = rest[:question], rest[question:]
-    slash = rest.find("/", 2)
-    if slash < 0:
-        return scheme, rest[2:], "", query
-    return scheme, rest[2:slash], rest[slash:], query
-
-
-_BASE_CACHE: list[tuple[str, tuple[str, str, str, str] | None]] = [("", None)]
-
-
-def _resolve(ref: str, base: str) -> str | None:
-    """Resolve a reference without a scheme against ``base`` (RFC 3986 5.2.2).
-
-    Dot-segments are left in: the caller removes them from the whole path.
-    """
-    last_base, parts = _BASE_CACHE[0]
-    if base != last_base:
-        parts = _split_base(base)
-        _BASE_CACHE[0] = (base, parts)  # links of one page share their base
-    if parts is None:
-        return None
-    scheme, authority, path, query = parts
-    if ref.startswith("//"):
-        return scheme + ":" + ref
-    prefix = scheme + "://" + authority
-    if not ref:
-        return prefix + path + query
-    first = ref[0]
-    if first == "/":
-        return prefix + ref
-    if first == "?":
-        return prefix + path + ref
-    if not path:
-        return prefix + "/" + ref
-    return prefix + path[: path.rfind("/") + 1] + ref
-
-
-def absolute_reference(ref: str, base: str) -> str | None:
-    """``ref`` made absolute against ``base`` by string rules alone (RFC 3986 5.2.2),
-    before any normalisation: dot-segments, case and escapes are left as written.
-
-    Cheap (a few slices; the base is parsed once per page), so it serves as the key
-    of a link that is checked against links already handled before normalising it.
-    A reference with a scheme is returned as is; a same-page reference (empty, or
-    only a fragment) and a base that is not http(s) give None.
-    """
-    if not ref or ref[0] == "#":
-        return None
-    if ":" in ref and _SCHEME.match(ref):
-        return ref
-    return _resolve(ref, base)
-
-
 def _sort_key(param: str) -> str:
     return param.partition("=")[0]
 
 
 def _normalize(url: str, base: str | None, drop: Callable[[str], object] | None) -> str | None:
     """Normalise ``url`` (see module docstring); ``drop(name)`` true drops a parameter."""
-    text = _clean(url)
+    text = clean(url)
     hash_at = text.find("#")
     if hash_at >= 0:
         text = text[:hash_at]
@@ -334,11 +126,11 @@ def _normalize(url: str, base: str | None, drop: Callable[[str], object] | None)
     elif text.startswith("https://"):
         scheme, start = "https", 8
     else:
-        parts = _split_scheme(text)
+        parts = split_scheme(text)
         if parts is None:
             if base is None:
                 return None
-            resolved = _resolve(text, base)
+            resolved = resolve(text, base)
             if resolved is None:
                 return None
             text = resolved
@@ -346,7 +138,7 @@ def _normalize(url: str, base: str | None, drop: Callable[[str], object] | None)
             start = len(scheme) + 3
         else:
             scheme, rest = parts
-            if scheme not in _DEFAULT_PORTS:
+            if scheme not in DEFAULT_PORTS:
                 return None
             if rest.startswith("//"):
                 start = len(text) - len(rest) + 2
@@ -355,7 +147,7 @@ def _normalize(url: str, base: str | None, drop: Callable[[str], object] | None)
                 # like browsers do when the base has the same scheme.
                 if base is None:
                     return None
-                resolved = _resolve(rest, base)
+                resolved = resolve(rest, base)
                 if resolved is None or not resolved.startswith(scheme + ":"):
                     return None
                 text = resolved
@@ -367,7 +159,7 @@ def _normalize(url: str, base: str | None, drop: Callable[[str], object] | None)
     slash = text.find("/", start, end)
     if slash >= 0:
         end = slash
-    prefix = _normal_prefix(text[:end], scheme, text[start:end])
+    prefix = normal_prefix(text[:end], scheme, text[start:end])
     if prefix is None:
         return None
 

@@ -1,0 +1,119 @@
+"""Seeds pushed into Redis while a crawl runs, polled off the reactor for the ``web`` spider."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from redis import Redis, RedisError
+from scrapy import signals
+from scrapy.exceptions import DontCloseSpider
+from twisted.internet.task import LoopingCall
+from twisted.python.failure import Failure
+
+from crawler import defaults
+from crawler.frontier.connection import first_redis
+from crawler.frontier.crawl_id import crawl_id_of
+from crawler.iothread import IoThread
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from crawler.spiders.web import WebSpider
+
+logger = logging.getLogger(__name__)
+
+
+class PushedSeeds:
+    """Seeds pushed into Redis while a crawl runs: the list ``crawl:{<CRAWL_ID>}:seeds``
+    (items: URLs, plain or as JSON strings), or scrapy-redis's ``REDIS_START_URLS_KEY``. Polled every
+    ``SEEDS_POLL_INTERVAL`` seconds, off the reactor (a stalled Redis stalls no download);
+    an idle worker waits ``SCHEDULER_IDLE_BEFORE_CLOSE`` seconds for more work (pushed seeds,
+    or URLs other workers find) before it closes."""
+
+    def __init__(self, spider: WebSpider, client: Redis, key: str, interval: float,
+                 idle_before_close: float) -> None:
+        self.spider = spider
+        self.redis = client
+        self.key = key
+        self.interval = interval
+        self.idle_before_close = idle_before_close
+        self._idle_since: float | None = None
+        self._poll = LoopingCall(self.poll)
+        self._io: IoThread | None = None
+        self._reading = False  # a read on its way
+        self._found = 0  # seeds read since the spider was last idle
+        self._unreadable_said = False  # the outage was logged
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, spider: WebSpider) -> PushedSeeds:
+        s = crawler.settings
+        key = s.get("REDIS_START_URLS_KEY", defaults.REDIS_START_URLS_KEY)
+        key = key % {"name": spider.name} if key else f"crawl:{{{crawl_id_of(crawler, spider)}}}:seeds"
+        seeds = cls(spider, first_redis(s), key,
+                    s.getfloat("SEEDS_POLL_INTERVAL", defaults.SEEDS_POLL_INTERVAL),
+                    s.getfloat("SCHEDULER_IDLE_BEFORE_CLOSE", defaults.SCHEDULER_IDLE_BEFORE_CLOSE))
+        crawler.signals.connect(seeds.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(seeds.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(seeds.spider_closed, signal=signals.spider_closed)
+        return seeds
+
+    def spider_opened(self) -> None:
+        self._io = IoThread("pushed-seeds-io")
+        self._poll.start(self.interval, now=False)
+
+    def spider_closed(self) -> None:
+        if self._poll.running:
+            self._poll.stop()
+        if self._io is not None:
+            self._io.stop()
+
+    def poll(self) -> None:
+        """Read the seeds waiting in Redis, off the reactor, one read at a time."""
+        if self._reading or self._io is None:
+            return
+        self._reading = True
+        d = self._io.run(self.redis.lpop, self.key, 1000)
+        d.addCallbacks(self._read, self._unreadable)
+        d.addBoth(self._read_over)
+
+    def _read(self, items: list[bytes] | None) -> None:
+        """Schedule the seeds read."""
+        self._unreadable_said = False
+        urls = []
+        for item in items or []:
+            try:
+                urls.append(json.loads(item))
+            except ValueError:
+                urls.append(item.decode("utf-8", "replace"))
+        if urls:
+            self._idle_since = None
+            self._found += len(urls)
+            self.spider.add_seeds(urls)
+
+    def _unreadable(self, failure: Failure) -> None:
+        if not failure.check(RedisError):
+            failure.raiseException()
+        if not self._unreadable_said:  # once until a read succeeds
+            self._unreadable_said = True
+            logger.warning("Could not read pushed seeds from Redis: %s", failure.value)
+
+    def _read_over(self, result: Any) -> Any:
+        self._reading = False
+        return result
+
+    def working(self) -> None:
+        self._idle_since = None
+
+    def spider_idle(self) -> None:
+        found, self._found, reading = self._found, 0, self._reading
+        self.poll()
+        if found or reading:  # seeds came, or may be on their way
+            raise DontCloseSpider
+        now = time.monotonic()
+        if self._idle_since is None:
+            self._idle_since = now
+        if now - self._idle_since < self.idle_before_close:
+            raise DontCloseSpider
