@@ -188,7 +188,8 @@ def claim_ack(n: int, hosts: int, batch: int, tmp: Path) -> tuple[OpsResult, Ops
           f"(best rounds: {ours.best / theirs.best:.2f}x); CPU a pair, client + Redis: ours "
           f"{1e6 * (ours.client_cpu + ours.server_cpu) / ours.pairs:.0f} µs, theirs "
           f"{1e6 * (theirs.client_cpu + theirs.server_cpu) / theirs.pairs:.0f} µs.\n"
-          f"Cores busy before (the last second): {busy:.0%}. Theirs waits for 2 round trips a pair, ours for 0.1: "
+          f"Cores busy before (the last second): {busy:.0%}. Theirs waits for 2 round trips a pair, "
+          "ours for 0.1: "
           "on a loaded machine a waiting process is woken sooner (its core never idles), which speeds "
           "theirs more than ours, so the ratio is lower there (2 busy loops on 2 cores: about 4x).",
           flush=True)

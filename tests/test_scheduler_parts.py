@@ -21,6 +21,7 @@ from crawler.frontier.fetches import FETCH_META, FetchReports
 from crawler.frontier.host_news import HostNews
 from crawler.frontier.leases import LeaseBook
 from crawler.frontier.link import FrontierLink
+from crawler.frontier.outages import OutageNotices
 from crawler.frontier.outbox import Outbox, run_steps
 from crawler.frontier.policy import PolitenessPolicy
 from crawler.frontier.shard_steps import ShardPauses
@@ -299,3 +300,28 @@ def test_an_empty_claim_sent_before_a_fetch_report_asks_again():
     assert not link.claimed and wakes == [1, 1]  # nothing written since: its answer holds
     assert len(waits) == 1 and 0 < waits[0] <= 0.5  # the host falls due after its gap
     frontier.close()
+
+
+def test_an_outage_that_flaps_is_told_at_warning_once():
+    now = [0.0]
+    notices = OutageNotices(quiet=60.0, clock=lambda: now[0])
+    assert (notices.start(), notices.end()) == (logging.WARNING, logging.WARNING)
+    now[0] = 30.0  # failed again half a minute after it answered: the same failover
+    assert (notices.start(), notices.end()) == (logging.INFO, logging.INFO)
+    now[0] = 200.0  # a new outage
+    assert notices.start() == logging.WARNING
+
+
+def test_the_outbox_tells_an_outage_that_flaps_once(caplog):
+    frontier = FlakyFrontier()
+    outbox = Outbox(InlineCalls(frontier), lambda stat: None, lambda seconds: None, later=Timers().later)
+    with caplog.at_level(logging.INFO, logger="crawler.frontier.outbox"):
+        for _ in range(3):  # down, answers, down again...
+            frontier.down = True
+            outbox.write("ack_many", [(1, 1)])
+            frontier.down = False
+            outbox.drain()
+    outbox.cancel()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2 and "unreachable" in warnings[0] and "is back" in warnings[1]
+    assert sum("unreachable" in r.getMessage() for r in caplog.records) == 3

@@ -13,6 +13,8 @@ from scrapy.utils.asyncio import call_later
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
+from crawler.frontier.outages import OutageNotices
+
 logger = logging.getLogger(__name__)
 
 #: Steps sent to the frontier's thread in one go (each is still its own frontier call).
@@ -54,8 +56,9 @@ class Outbox:
 
     While the shared frontier is unreachable each step, and every later one, waits here in
     order and is replayed when it answers, with backoff (0.5 s doubling to 30 s): nothing
-    is lost, and the outage is logged once at WARNING and once when it ends. ``retry_in``
-    hears each backoff (and 0 when the outage ends), so the caller can wake up to try again.
+    is lost, and the outage is logged once when it starts and once when it ends (at WARNING;
+    at INFO when it flaps: ``OutageNotices``). ``retry_in`` hears each backoff (and 0 when
+    the outage ends), so the caller can wake up to try again.
     A call that hangs (a stalled Redis) is an outage too (``stalled``). Stats:
     ``frontier/redis_errors``, ``frontier/redis_stalls``."""
 
@@ -74,6 +77,7 @@ class Outbox:
         self._retry_at = 0.0
         self._timer: Any = None
         self._drained: list[defer.Deferred] = []
+        self._notices = OutageNotices()
 
     def __len__(self) -> int:
         return len(self._steps)
@@ -175,8 +179,8 @@ class Outbox:
             self._retry_at = 0.0
             self._send()
             return
-        logger.warning("Redis is back after %.1f s; buffered steps replayed",
-                       time.monotonic() - self._down_since)
+        logger.log(self._notices.end(), "Redis is back after %.1f s; buffered steps replayed",
+                   time.monotonic() - self._down_since)
         self._down_since, self._backoff = None, 0.0
         self.retry_in(0.0)
 
@@ -187,15 +191,16 @@ class Outbox:
             return
         self._down_since = time.monotonic() - waited
         self.inc_stat("frontier/redis_stalls")
-        logger.warning("Redis has not answered for %.0f s: frontier steps wait in order, downloads in "
-                       "flight go on", waited)
+        logger.log(self._notices.start(), "Redis has not answered for %.0f s: frontier steps wait in "
+                   "order, downloads in flight go on", waited)
 
     def outage(self, error: Exception) -> None:
         """A call failed: back off before the next try."""
         now = time.monotonic()
         if self._down_since is None:
             self._down_since = now
-            logger.warning("Redis unreachable (%s): buffering frontier steps, retrying with backoff", error)
+            logger.log(self._notices.start(), "Redis unreachable (%s): buffering frontier steps, "
+                       "retrying with backoff", error)
         self.inc_stat("frontier/redis_errors")
         self._backoff = min(30.0, max(0.5, self._backoff * 2))
         self._retry_at = now + self._backoff

@@ -4,7 +4,6 @@ only the hosts of that shard wait while the other shards go on."""
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections import deque
@@ -14,6 +13,7 @@ from typing import Any
 from redis import RedisError
 from redis.exceptions import ClusterError
 
+from crawler.frontier.outages import OutageNotices
 from crawler.frontier.redis import RedisFrontier
 
 logger = logging.getLogger(__name__)
@@ -23,19 +23,16 @@ class ShardPauses:
     """Which shards failed lately: a shard whose node did not answer is left alone for a
     backoff (0.5 s doubling to 30 s), so only its hosts wait. One WARNING when shards
     start failing and one when all answer again (the other shards of a failed node, which
-    fail in the next calls, are logged at INFO, and so is an outage that starts within
-    ``QUIET`` seconds of the last one's end: a failover comes and goes more than once).
+    fail in the next calls, are logged at INFO, and so is an outage that flaps: see
+    ``OutageNotices``).
     Shards are claimed from in threads of their own at once: steps are taken under a lock,
     or each would find the outage not begun and say it."""
-
-    QUIET = 60.0
 
     def __init__(self, describe: Callable[[int], str]) -> None:
         self.describe = describe
         self._down: dict[int, tuple[float, float, float]] = {}  # shard -> (since, backoff, retry at)
         self._outage_since: float | None = None
-        self._outage_said = False  # this outage's start was a WARNING
-        self._last_end = -math.inf
+        self._notices = OutageNotices()
         self._lock = threading.Lock()
 
     def usable(self, shard: int) -> bool:
@@ -49,11 +46,9 @@ class ShardPauses:
         now = time.monotonic()
         new = [shard for shard in shards if shard not in self._down]
         if new:
-            starts = self._outage_since is None and now - self._last_end > self.QUIET
-            self._outage_said = self._outage_said or starts
-            log = logger.warning if starts else logger.info
-            log("Redis Cluster shards %s unreachable (%s): their hosts wait, their steps are kept and "
-                "retried with backoff", ", ".join(self.describe(s) for s in new), error)
+            level = self._notices.start() if self._outage_since is None else logging.INFO
+            logger.log(level, "Redis Cluster shards %s unreachable (%s): their hosts wait, their steps "
+                       "are kept and retried with backoff", ", ".join(self.describe(s) for s in new), error)
             self._outage_since = self._outage_since or now
         for shard in shards:
             since, backoff, _ = self._down.get(shard, (now, 0.0, 0.0))
@@ -70,11 +65,9 @@ class ShardPauses:
             logger.info("Redis Cluster shard %s answers again after %.1f s", self.describe(shard),
                         time.monotonic() - since)
             if not self._down and self._outage_since is not None:
-                log = logger.warning if self._outage_said else logger.info
-                log("Every Redis Cluster shard answers again after %.1f s; kept steps were sent",
-                    time.monotonic() - self._outage_since)
-                self._outage_since, self._outage_said = None, False
-                self._last_end = time.monotonic()
+                logger.log(self._notices.end(), "Every Redis Cluster shard answers again after %.1f s; "
+                           "kept steps were sent", time.monotonic() - self._outage_since)
+                self._outage_since = None
 
 
 def _each(value: Any) -> Callable[[tuple], Any]:
