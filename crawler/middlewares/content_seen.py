@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
-import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -18,8 +16,8 @@ from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIn
 from crawler.dedup.split import cluster_content_index
 from crawler.frontier.connection import first_redis, uses_cluster, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
+from crawler.frontier.outages import OutageNotices
 from crawler.frontier.revisit import UNCHANGED, RevisitState, outcome
-from crawler.frontier.shard_steps import ShardPauses
 from crawler.iothread import SparedCalls, spared_or_inline
 from crawler.items import Page
 from crawler.stages import StageClock
@@ -66,7 +64,7 @@ class ContentSeenMiddleware:
         self.index = index if index is not None else MemoryContentIndex(max_distance)
         self.calls = calls  # the index's calls off the reactor (a shared one), or inline
         self._index_down = False
-        self._index_back = -math.inf  # when the last outage ended
+        self._notices = OutageNotices()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ContentSeenMiddleware:
@@ -132,13 +130,12 @@ class ContentSeenMiddleware:
 
     def _unreachable(self, error: RedisError) -> bool:
         """The page is taken as an original; said once per outage, not once per page, and at
-        INFO when the last outage ended within ``ShardPauses.QUIET`` seconds: on a cluster,
-        pages whose shards all answer pass now and then while a master is away."""
+        INFO when the outage flaps (``OutageNotices``): on a cluster, pages whose shards all
+        answer pass now and then while a master is away."""
         self.stats.inc_value("dedup/index_errors")
         if not self._index_down:
-            log = logger.warning if time.monotonic() - self._index_back > ShardPauses.QUIET else logger.info
-            log("Content index unreachable, pages are taken as originals until it "
-                "answers (dedup/index_errors counts them): %s", error)
+            logger.log(self._notices.start(), "Content index unreachable, pages are taken as "
+                       "originals until it answers (dedup/index_errors counts them): %s", error)
         self._index_down = True
         return False
 
@@ -146,7 +143,8 @@ class ContentSeenMiddleware:
         """Record the index's answer on ``page``; whether it is a duplicate."""
         if self._index_down:
             logger.info("Content index answers again")
-            self._index_down, self._index_back = False, time.monotonic()
+            self._index_down = False
+            self._notices.end()
         if match is None:
             return False
         page.duplicate_of, page.duplicate_kind = match.original, match.kind
