@@ -20,9 +20,8 @@ for k = 0, size - 1 do cycle[k] = ARGV[9 + orders + k] end
 local fields = {'group', 'held', 'left', 'cur'}
 for level = 0, LEVELS - 1 do fields[level + 5] = 'n' .. level end
 local CLAIMS = LEVELS + 5
-for k, field in ipairs({'claims', 'next_allowed', 'busy', 'backoff', 'last_gap', 'crawl_delay', 'shared'}) do
-  fields[CLAIMS + k - 1] = field
-end
+fields[CLAIMS] = 'claims'
+for k, field in ipairs(KEY_TIMES) do fields[CLAIMS + k] = field end
 local closed, wait = {}, nil  -- levels with no due host left; the earliest time among them
 local function take(level)
   -- the earliest due host of the level's ready set, out of it; nil (and the level closed): none
@@ -55,13 +54,7 @@ while claimed < most do
   local stored = redis.call('HMGET', h, unpack(fields))  -- one read of all the host needs
   local group, held, left = stored[1], stored[2], stored[3]
   local own, g = group == host, P .. 'host:' .. group
-  local next_allowed, busy, backoff, last_gap, delay, shared
-  if own then
-    next_allowed, busy, backoff, last_gap, delay, shared = unpack(stored, CLAIMS + 1, CLAIMS + 6)
-  else
-    next_allowed, busy, backoff, last_gap, delay, shared = unpack(redis.call(
-      'HMGET', g, 'next_allowed', 'busy', 'backoff', 'last_gap', 'crawl_delay', 'shared'))
-  end
+  local next_allowed, busy, backoff, last_gap, delay, shared = key_times(host, group, stored, CLAIMS + 1)
   if held ~= '1' and (busy or '0') == '0' then
     if tonumber(next_allowed or '0') > allowed then
       schedule(host)  -- another host of its group fetched since: back at the right time
@@ -98,7 +91,7 @@ while claimed < most do
         out[#out + 1] = token
         out[#out + 1] = host
         out[#out + 1] = request
-        out[#out + 1] = (backoff or '0') .. ' ' .. (last_gap or '0') .. ' ' .. (delay or '0')
+        out[#out + 1] = times_text(backoff, last_gap, delay)
       end
     end
   end

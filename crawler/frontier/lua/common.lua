@@ -8,12 +8,24 @@ if type(redis.pcall('EXISTS', P .. '~1', P .. '~2')) == 'table' then
   return redis.error_reply('TRYAGAIN the slot of ' .. P .. ' is being moved')
 end
 local LEVELS = tonumber(ARGV[1])
--- host hash fields read by schedule: then its URLs queued per level, n0, n1, ..., then the
--- times of its key when it is its own key (at BUSY and BUSY + 1)
+-- a politeness key's times, kept in the hash of the host of the key's name
+local KEY_TIMES = {'next_allowed', 'busy', 'backoff', 'last_gap', 'crawl_delay', 'shared'}
+-- host hash fields read by schedule: then its URLs queued per level, n0, n1, ..., then its
+-- key's times from TIMES (used when it is its own key: the usual case)
 local SCHEDULE_FIELDS = {'held', 'group', 'left', 'rl'}
 for level = 0, LEVELS - 1 do SCHEDULE_FIELDS[level + 5] = 'n' .. level end
-local BUSY = LEVELS + 5
-SCHEDULE_FIELDS[BUSY], SCHEDULE_FIELDS[BUSY + 1] = 'busy', 'next_allowed'
+local TIMES = LEVELS + 5
+for k, field in ipairs(KEY_TIMES) do SCHEDULE_FIELDS[TIMES + k - 1] = field end
+local function key_times(host, group, stored, at)
+  -- next_allowed, busy, backoff, last_gap, crawl_delay, shared of host's politeness key: from
+  -- stored (host's hash as read, KEY_TIMES from index at) when host is its own key, else read
+  if group == host then return unpack(stored, at, at + #KEY_TIMES - 1) end
+  return unpack(redis.call('HMGET', P .. 'host:' .. group, unpack(KEY_TIMES)))
+end
+local function times_text(backoff, last_gap, delay)
+  -- the times the policy reads after a fetch, as the claim returns them and the report checks
+  return (backoff or '0') .. ' ' .. (last_gap or '0') .. ' ' .. (delay or '0')
+end
 local function best_level(counts, first)
   -- the most urgent level with URLs queued, from counts[first + level]; nil: none
   for level = 0, LEVELS - 1 do
@@ -64,14 +76,8 @@ local function schedule(host, free_at, stored)
     end
     return
   end
-  local busy, next_allowed = nil, free_at
-  if not free_at then
-    if group == host then
-      busy, next_allowed = stored[BUSY], stored[BUSY + 1]
-    else
-      busy, next_allowed = unpack(redis.call('HMGET', P .. 'host:' .. group, 'busy', 'next_allowed'))
-    end
-  end
+  local next_allowed, busy = free_at, nil
+  if not free_at then next_allowed, busy = key_times(host, group, stored, TIMES) end
   if busy and busy ~= '0' then return end
   best = tostring(best)
   if rl ~= best then

@@ -6,12 +6,9 @@
 -- its host's run of unanswered ones (ua in its hash).
 local out = {}
 local counts = {fetched = 0, failed = 0}
--- one read of the host: what schedule reads, its run of unanswered fetches, then its key's
--- times (used when it is its own key)
-local fields, TIMES = {unpack(SCHEDULE_FIELDS)}, #SCHEDULE_FIELDS + 2
-for k, field in ipairs({'ua', 'backoff', 'last_gap', 'crawl_delay', 'busy', 'shared'}) do
-  fields[#SCHEDULE_FIELDS + k] = field
-end
+-- one read of the host: what schedule reads (its key's times too), then its run of unanswered fetches
+local fields, UA = {unpack(SCHEDULE_FIELDS)}, #SCHEDULE_FIELDS + 1
+fields[UA] = 'ua'
 for i = 3, #ARGV, 7 do
   local l = P .. 'lease:' .. ARGV[i]
   local token, fetching, host = unpack(redis.call('HMGET', l, 'token', 'fetching', 'host'))
@@ -20,16 +17,10 @@ for i = 3, #ARGV, 7 do
   else
     local h = P .. 'host:' .. host
     local stored = redis.call('HMGET', h, unpack(fields))
-    local group, unanswered = stored[2], stored[TIMES - 1]
+    local group, unanswered = stored[2], stored[UA]
     local g = P .. 'host:' .. group
-    local backoff, last_gap, delay, busy, shared
-    if group == host then
-      backoff, last_gap, delay, busy, shared = unpack(stored, TIMES, TIMES + 4)
-    else
-      backoff, last_gap, delay, busy, shared = unpack(redis.call(
-        'HMGET', g, 'backoff', 'last_gap', 'crawl_delay', 'busy', 'shared'))
-    end
-    local read = (backoff or '0') .. ' ' .. (last_gap or '0') .. ' ' .. (delay or '0')
+    local _, busy, backoff, last_gap, delay, shared = key_times(host, group, stored, TIMES)
+    local read = times_text(backoff, last_gap, delay)
     if ARGV[i + 6] ~= '' and read ~= ARGV[i + 6] then
       out[#out + 1] = 2
     else

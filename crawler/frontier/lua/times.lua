@@ -10,7 +10,7 @@ for i = 3, #ARGV, 2 do
   else
     local g = P .. 'host:' .. redis.call('HGET', P .. 'host:' .. host, 'group')
     local backoff, last_gap, delay = unpack(redis.call('HMGET', g, 'backoff', 'last_gap', 'crawl_delay'))
-    out[#out + 1] = {1, (backoff or '0') .. ' ' .. (last_gap or '0') .. ' ' .. (delay or '0')}
+    out[#out + 1] = {1, times_text(backoff, last_gap, delay)}
   end
 end
 return out
