@@ -25,7 +25,6 @@ heartbeat and ``P worker:<id>`` set of the fingerprints each one leases; ``P cou
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import socket
@@ -37,6 +36,7 @@ from redis import Redis
 from crawler.frontier import redis_scripts as scripts
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
+from crawler.frontier.redis_reporting import RedisReporting
 from crawler.frontier.redis_seen import BloomGeometry, seen_bucket_bits
 from crawler.frontier.upkeep import beat_interval
 
@@ -52,7 +52,7 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
-class RedisFrontier:
+class RedisFrontier(RedisReporting):
     """Frontier state in Redis, shared by every worker of crawl ``crawl_id``.
 
     The policy runs in the worker: after a fetch, the worker holding the host's only
@@ -269,10 +269,6 @@ class RedisFrontier:
         first = self.redis.zrange(self.prefix + "revisits", 0, 0, withscores=True)
         return float(first[0][1]) if first else None
 
-    @property
-    def revisits(self) -> int:
-        return int(self.redis.zcard(self.prefix + "revisits"))
-
     def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
         return bool(self._run("requeue", self._fp(fp).hex(), token, "3", request, error, now))
 
@@ -296,10 +292,6 @@ class RedisFrontier:
 
     def unanswered(self, name: str) -> int:
         return int(self._run("unanswered", name))
-
-    @property
-    def waiting(self) -> int:
-        return int(self.redis.zcard(self.prefix + "waiting"))
 
     def renew(self, fp: int, token: int, expires: float) -> None:
         """Extend a lease its holder still works on."""
@@ -336,72 +328,6 @@ class RedisFrontier:
         claimed = int(self.redis.hget(self.prefix + f"host:{name}", "claims") or 0)
         pages = self.budget.demoted_left(claimed, margin)
         return int(self._run("demote", name, pages, self.levels.lowest))
-
-    # ---------------------------------------------------------------- reporting
-
-    @property
-    def counters(self) -> dict[str, int]:
-        raw = self.redis.hgetall(self.prefix + "counters")
-        return {k.decode(): int(v) for k, v in raw.items() if k not in (b"queued", b"seen")}
-
-    @property
-    def queued(self) -> int:
-        return int(self.redis.hget(self.prefix + "counters", "queued") or 0)
-
-    @property
-    def leased(self) -> int:
-        return int(self.redis.zcard(self.prefix + "leases"))
-
-    def has_pending(self) -> bool:
-        return bool(self.queued or self.leased or self.waiting)
-
-    def done_count(self) -> int:
-        seen = int(self.redis.hget(self.prefix + "counters", "seen") or 0)
-        dead = int(self.redis.hlen(self.prefix + "dead"))
-        return max(0, seen - self.queued - self.leased - self.waiting - dead)
-
-    def gauges(self, now: float) -> dict[str, int]:
-        pipe = self.redis.pipeline(transaction=False)
-        for key in self.ready_keys:
-            pipe.zcard(key)
-            pipe.zcount(key, "-inf", now)
-        sizes = pipe.execute()
-        return {"queued": self.queued, "leased": self.leased, "waiting": self.waiting,
-                "revisits": self.revisits,
-                "hosts/active": sum(sizes[0::2]) + self.leased,
-                "hosts/ready": sum(sizes[1::2])}
-
-    def count(self, key: str, n: int = 1) -> None:
-        """Add to a crawl-wide counter (readable while the crawl runs: ``scrapy crawlstats``)."""
-        self.redis.hincrby(self.prefix + "counters", key, n)
-
-    def host_queues(self, limit: int, scan_keys: int = 10_000) -> list[tuple[str, int]]:
-        """The ``limit`` hosts with the most URLs queued (a scan of at most ``scan_keys``
-        queue keys: a view for the dashboard, not a count)."""
-        pattern = self.prefix.replace("{", "\\{").replace("}", "\\}") + "q:*"
-        keys = list(itertools.islice(self.redis.scan_iter(match=pattern, count=1000), scan_keys))
-        pipe = self.redis.pipeline(transaction=False)
-        for key in keys:
-            pipe.llen(key)
-        sizes: dict[str, int] = {}
-        for key, n in zip(keys, pipe.execute(), strict=True):
-            host = key.decode()[len(self.prefix) + 2:].rsplit(":", 1)[0]
-            sizes[host] = sizes.get(host, 0) + n
-        return sorted(sizes.items(), key=lambda item: (-item[1], item[0]))[:limit]
-
-    def forget(self) -> int:
-        """Delete every key of this crawl; returns how many."""
-        deleted = 0
-        batch = []
-        for key in self.redis.scan_iter(match=self.prefix.replace("{", "\\{").replace("}", "\\}") + "*",
-                                        count=1000):
-            batch.append(key)
-            if len(batch) == 1000:
-                deleted += self.redis.unlink(*batch)
-                batch.clear()
-        if batch:
-            deleted += self.redis.unlink(*batch)
-        return deleted
 
     def commit(self) -> None:
         """Every step is already durable in Redis (as durable as its persistence)."""

@@ -1,0 +1,88 @@
+"""The Redis frontier's counts and views: crawl-wide counters, reads of a crawl's state that
+decide nothing (stats, gauges, the dashboard's host list) and deleting a crawl."""
+
+from __future__ import annotations
+
+import itertools
+
+from redis import Redis
+
+
+class RedisReporting:
+    """Counts of ``RedisFrontier``'s state under ``prefix``, read with plain commands."""
+
+    redis: Redis
+    prefix: str
+    ready_keys: list[str]
+
+    @property
+    def waiting(self) -> int:
+        return int(self.redis.zcard(self.prefix + "waiting"))
+
+    @property
+    def revisits(self) -> int:
+        return int(self.redis.zcard(self.prefix + "revisits"))
+
+    @property
+    def counters(self) -> dict[str, int]:
+        raw = self.redis.hgetall(self.prefix + "counters")
+        return {k.decode(): int(v) for k, v in raw.items() if k not in (b"queued", b"seen")}
+
+    @property
+    def queued(self) -> int:
+        return int(self.redis.hget(self.prefix + "counters", "queued") or 0)
+
+    @property
+    def leased(self) -> int:
+        return int(self.redis.zcard(self.prefix + "leases"))
+
+    def has_pending(self) -> bool:
+        return bool(self.queued or self.leased or self.waiting)
+
+    def done_count(self) -> int:
+        seen = int(self.redis.hget(self.prefix + "counters", "seen") or 0)
+        dead = int(self.redis.hlen(self.prefix + "dead"))
+        return max(0, seen - self.queued - self.leased - self.waiting - dead)
+
+    def gauges(self, now: float) -> dict[str, int]:
+        pipe = self.redis.pipeline(transaction=False)
+        for key in self.ready_keys:
+            pipe.zcard(key)
+            pipe.zcount(key, "-inf", now)
+        sizes = pipe.execute()
+        return {"queued": self.queued, "leased": self.leased, "waiting": self.waiting,
+                "revisits": self.revisits,
+                "hosts/active": sum(sizes[0::2]) + self.leased,
+                "hosts/ready": sum(sizes[1::2])}
+
+    def count(self, key: str, n: int = 1) -> None:
+        """Add to a crawl-wide counter (readable while the crawl runs: ``scrapy crawlstats``)."""
+        self.redis.hincrby(self.prefix + "counters", key, n)
+
+    def host_queues(self, limit: int, scan_keys: int = 10_000) -> list[tuple[str, int]]:
+        """The ``limit`` hosts with the most URLs queued (a scan of at most ``scan_keys``
+        queue keys: a view for the dashboard, not a count)."""
+        pattern = self.prefix.replace("{", "\\{").replace("}", "\\}") + "q:*"
+        keys = list(itertools.islice(self.redis.scan_iter(match=pattern, count=1000), scan_keys))
+        pipe = self.redis.pipeline(transaction=False)
+        for key in keys:
+            pipe.llen(key)
+        sizes: dict[str, int] = {}
+        for key, n in zip(keys, pipe.execute(), strict=True):
+            host = key.decode()[len(self.prefix) + 2:].rsplit(":", 1)[0]
+            sizes[host] = sizes.get(host, 0) + n
+        return sorted(sizes.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+    def forget(self) -> int:
+        """Delete every key of this crawl; returns how many."""
+        deleted = 0
+        batch = []
+        for key in self.redis.scan_iter(match=self.prefix.replace("{", "\\{").replace("}", "\\}") + "*",
+                                        count=1000):
+            batch.append(key)
+            if len(batch) == 1000:
+                deleted += self.redis.unlink(*batch)
+                batch.clear()
+        if batch:
+            deleted += self.redis.unlink(*batch)
+        return deleted
