@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from types import SimpleNamespace
 
 from redis import ConnectionError as RedisConnectionError
 from scrapy import Request
@@ -325,3 +326,38 @@ def test_the_outbox_tells_an_outage_that_flaps_once(caplog):
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 2 and "unreachable" in warnings[0] and "is back" in warnings[1]
     assert sum("unreachable" in r.getMessage() for r in caplog.records) == 3
+
+
+def test_the_outbox_tells_each_time_its_last_waiting_step_has_run():
+    frontier, told = FlakyFrontier(), []
+    outbox = Outbox(InlineCalls(frontier), lambda stat: None, lambda seconds: None, later=Timers().later,
+                    drained=lambda: told.append(len(outbox)))
+    outbox.write("ack_many", [(1, 1)])
+    assert told == [0]
+    frontier.down = True
+    outbox.write("ack_many", [(2, 2)])
+    assert told == [0]  # it waits through the outage
+    frontier.down = False
+    outbox.drain()
+    outbox.cancel()
+    assert told == [0, 0]
+
+
+def test_a_pending_ask_left_unanswered_is_answered_once_the_counts_are_known():
+    """The engine asks "anything pending?" while a step waits in the outbox, or while another
+    read of the counts is on its way: no answer yet. Once the step ran or the read came, the
+    scheduler hears it and can answer, or the engine waits for its 5 s heartbeat to ask again."""
+    frontier = EmbeddedFrontier(":memory:")
+    frontier.add([Entry(1, "a.test", 0, "/1")])
+    calls, heard = QueuedCalls(frontier), []
+    link = FrontierLink(frontier, lambda key: None, lambda: None, lambda seconds: None, 10.0, calls)
+    link.counts_read = lambda: heard.append(link.counts())
+    link.write("ack_many", [(2, 1)])
+    assert link.counts() is None  # a step waits
+    calls.run_all()
+    assert heard[-1] == Counts(queued=1, leased=0, waiting=0, revisits=0)
+    heard.clear()
+    link.read_with_counts(lambda f: SimpleNamespace(counts=Counts.read(f)), frontier)  # upkeep's read
+    calls.run_all()
+    assert heard == [Counts(queued=1, leased=0, waiting=0, revisits=0)]
+    frontier.close()

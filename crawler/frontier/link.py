@@ -31,7 +31,8 @@ class FrontierLink:
                  wake_in: Callable[[float], None], stall_seconds: float, calls: Any = None) -> None:
         self.frontier = frontier
         self.calls = calls or calls_for(frontier)
-        self.outbox = Outbox(self.calls, inc_stat, wake_in)
+        # Drained: a "pending?" answered None while steps waited can be answered now.
+        self.outbox = Outbox(self.calls, inc_stat, wake_in, drained=lambda: self.counts_read())
         self.pending = PendingCounts()
         self.wake_engine = wake_engine
         self.wake_in = wake_in
@@ -40,7 +41,8 @@ class FrontierLink:
         self.closed = False
         self._claiming: defer.Deferred | None = None  # the claim on its way
         self._claim_after = 0  # the outbox's steps that claim runs after
-        self.counts_read: Callable[[], None] = lambda: None  # hears each fresh read of the counts
+        # Hears each fresh read of the counts, and each time the outbox is drained.
+        self.counts_read: Callable[[], None] = lambda: None
 
     def write(self, name: str, *args: Any) -> defer.Deferred:
         """A frontier step, through the outbox: sent in order, off the reactor (it waits
@@ -137,6 +139,7 @@ class FrontierLink:
         def read(result: Any) -> Any:
             self.pending.update(result.counts, written, started)
             self.outbox.answered()
+            self.counts_read()
             return result
 
         def failed(failure: Failure) -> Failure:

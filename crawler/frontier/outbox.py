@@ -58,13 +58,15 @@ class Outbox:
     order and is replayed when it answers, with backoff (0.5 s doubling to 30 s): nothing
     is lost, and the outage is logged once when it starts and once when it ends (at WARNING;
     at INFO when it flaps: ``OutageNotices``). ``retry_in`` hears each backoff (and 0 when
-    the outage ends), so the caller can wake up to try again.
-    A call that hangs (a stalled Redis) is an outage too (``stalled``). Stats:
+    the outage ends), so the caller can wake up to try again; ``drained`` hears each time
+    the last step waiting has run. A call that hangs (a stalled Redis) is an outage too (``stalled``). Stats:
     ``frontier/redis_errors``, ``frontier/redis_stalls``."""
 
     def __init__(self, calls: Any, inc_stat: Callable[[str], None], retry_in: Callable[[float], None],
-                 later: Callable[[float, Callable[[], None]], Any] = call_later) -> None:
+                 later: Callable[[float, Callable[[], None]], Any] = call_later,
+                 drained: Callable[[], None] = lambda: None) -> None:
         self.calls = calls
+        self.drained = drained
         self.later = later  # (seconds, fn) -> a call that can be cancelled
         self.inc_stat = inc_stat
         self.retry_in = retry_in
@@ -170,6 +172,8 @@ class Outbox:
         waiters, self._drained = self._drained, []
         for waiter in waiters:
             waiter.callback(drained)
+        if drained:
+            self.drained()
 
     def answered(self) -> None:
         """A call succeeded: an outage is over (its waiting steps go now)."""
