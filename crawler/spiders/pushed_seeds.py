@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from redis import Redis, RedisError
@@ -16,6 +17,8 @@ from twisted.python.failure import Failure
 from crawler import defaults
 from crawler.frontier.connection import first_redis
 from crawler.frontier.crawl_id import crawl_id_of
+from crawler.frontier.engine import EngineAdapter
+from crawler.frontier.timers import EarliestCall
 from crawler.iothread import IoThread
 
 if TYPE_CHECKING:
@@ -34,7 +37,7 @@ class PushedSeeds:
     or URLs other workers find) before it closes."""
 
     def __init__(self, spider: WebSpider, client: Redis, key: str, interval: float,
-                 idle_before_close: float) -> None:
+                 idle_before_close: float, wake_engine: Callable[[], object]) -> None:
         self.spider = spider
         self.redis = client
         self.key = key
@@ -46,6 +49,10 @@ class PushedSeeds:
         self._reading = False  # a read on its way
         self._found = 0  # seeds read since the spider was last idle
         self._unreadable_said = False  # the outage was logged
+        self._check_after_read = False  # an idle check waits for the read on its way
+        # The engine asks again only at its 5 s heartbeat: woken when the idle wait ends,
+        # a worker closes then, not up to 5 s later.
+        self._idle_over = EarliestCall(wake_engine)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, spider: WebSpider) -> PushedSeeds:
@@ -54,7 +61,8 @@ class PushedSeeds:
         key = key % {"name": spider.name} if key else f"crawl:{{{crawl_id_of(crawler, spider)}}}:seeds"
         seeds = cls(spider, first_redis(s), key,
                     s.getfloat("SEEDS_POLL_INTERVAL", defaults.SEEDS_POLL_INTERVAL),
-                    s.getfloat("SCHEDULER_IDLE_BEFORE_CLOSE", defaults.SCHEDULER_IDLE_BEFORE_CLOSE))
+                    s.getfloat("SCHEDULER_IDLE_BEFORE_CLOSE", defaults.SCHEDULER_IDLE_BEFORE_CLOSE),
+                    EngineAdapter(crawler).wake)
         crawler.signals.connect(seeds.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(seeds.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(seeds.spider_closed, signal=signals.spider_closed)
@@ -65,6 +73,7 @@ class PushedSeeds:
         self._poll.start(self.interval, now=False)
 
     def spider_closed(self) -> None:
+        self._idle_over.cancel()
         if self._poll.running:
             self._poll.stop()
         if self._io is not None:
@@ -102,6 +111,9 @@ class PushedSeeds:
 
     def _read_over(self, result: Any) -> Any:
         self._reading = False
+        if self._check_after_read:  # an idle check waited for this read: ask again now
+            self._check_after_read = False
+            self._idle_over.in_seconds(0)
         return result
 
     def working(self) -> None:
@@ -110,10 +122,15 @@ class PushedSeeds:
     def spider_idle(self) -> None:
         found, self._found, reading = self._found, 0, self._reading
         self.poll()
-        if found or reading:  # seeds came, or may be on their way
+        if found:  # seeds came
+            raise DontCloseSpider
+        if reading:  # seeds may be on their way (the poll's read, at the engine's heartbeat)
+            self._check_after_read = True
             raise DontCloseSpider
         now = time.monotonic()
         if self._idle_since is None:
             self._idle_since = now
-        if now - self._idle_since < self.idle_before_close:
+        waited = now - self._idle_since
+        if waited < self.idle_before_close:
+            self._idle_over.in_seconds(self.idle_before_close - waited)
             raise DontCloseSpider
