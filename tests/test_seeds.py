@@ -42,6 +42,15 @@ def test_no_seeds_is_an_error(tmp_path):
         parse_seeds(str(empty), normalize_url)
 
 
+def test_seeds_separated_by_white_space_are_named_not_run_together():
+    # Unchecked, "A B" normalised to one URL, A's path with "%20B" (or, across a newline, B)
+    # appended: a page nobody asked for, fetched in silence.
+    for value in ("http://a.test/ http://b.test/", "http://a.test/\nhttp://b.test/", "http://a.test/a b"):
+        with pytest.raises(ArgumentError) as error:
+            parse_seeds(value, normalize_url)
+        assert f"{value!r}: white space in a URL" in str(error.value)
+
+
 def test_scope_and_max_pages_are_checked():
     assert check_arguments("http://a.test/", None, None, SETTINGS) == (["http://a.test/"], "host", 0)
     assert check_arguments("http://a.test/", "domain", "5", SETTINGS)[1:] == ("domain", 5)

@@ -22,6 +22,9 @@ class ArgumentError(ValueError):
 def seed_problem(raw: str, normalized: str | None) -> str | None:
     """Why ``raw`` cannot be a seed, given what it normalised to (None: it can), for the
     messages of a bad seed argument and of a rejected pushed seed."""
+    if any(c.isspace() for c in raw.strip()):
+        # Normalising would run "A B" together into one URL nobody asked for.
+        return "white space in a URL: separate seeds with commas (a space in a URL is %20)"
     if normalized is not None:
         return None
     if _names_a_file(raw):
