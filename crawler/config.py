@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from crawler import defaults
-from crawler.frontier.policy import RetryPolicy
+from crawler.frontier.policy import MAX_LEVELS, RetryPolicy
 from crawler.urls.links import SCOPES
 
 if TYPE_CHECKING:
@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 CHOICES: dict[str, tuple[str, ...]] = {
     "CRAWL_SCOPE": SCOPES,
     "SEEN_SET": ("exact", "bloom"),
+}
+
+
+# Whole-number settings that take only a range (lowest, highest).
+RANGES: dict[str, tuple[int, int]] = {
+    "FRONTIER_PRIORITY_LEVELS": (1, MAX_LEVELS),
 }
 
 
@@ -69,7 +75,10 @@ def setting_problems(settings: BaseSettings) -> list[str]:
             except (TypeError, ValueError):
                 problems.append(f"  {name} = {value!r}: must be {kind}")
                 continue
-            if isinstance(number, int | float) and not isinstance(number, bool) and number < 0:
+            if name in RANGES and not RANGES[name][0] <= number <= RANGES[name][1]:
+                problems.append(f"  {name} = {value!r}: must be a whole number from {RANGES[name][0]} "
+                                f"to {RANGES[name][1]}")
+            elif isinstance(number, int | float) and not isinstance(number, bool) and number < 0:
                 problems.append(f"  {name} = {value!r}: must be {kind}")
         elif name in CHOICES and value not in CHOICES[name]:
             problems.append(f"  {name} = {value!r}: must be one of {', '.join(CHOICES[name])}")

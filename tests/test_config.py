@@ -23,6 +23,10 @@ def test_defaults_pass_the_check():
     ("SEEN_SET", "cuckoo", "SEEN_SET = 'cuckoo': must be one of exact, bloom"),
     ("CRAWL_SCOPE", "planet", "must be one of host, domain, all"),
     ("FRONTIER_RETRY_DELAYS", "1,soon", "must be a comma list of seconds"),
+    # Out of its documented range it passed the check and failed in the scheduler's
+    # from_crawler: a traceback ending in "Engine slot not assigned".
+    ("FRONTIER_PRIORITY_LEVELS", "0", "FRONTIER_PRIORITY_LEVELS = '0': must be a whole number from 1 to 8"),
+    ("FRONTIER_PRIORITY_LEVELS", "9", "must be a whole number from 1 to 8"),
 ])
 def test_a_bad_value_is_named_with_what_it_takes(name, value, expected):
     settings = Settings({name: value})
