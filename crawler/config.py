@@ -28,6 +28,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
 # Whole-number settings that take only a range (lowest, highest).
 RANGES: dict[str, tuple[int, int]] = {
     "FRONTIER_PRIORITY_LEVELS": (1, MAX_LEVELS),
+    "STORE_GZIP_LEVEL": (0, 3),  # ISA-L's levels
 }
 
 

@@ -27,6 +27,8 @@ def test_defaults_pass_the_check():
     # from_crawler: a traceback ending in "Engine slot not assigned".
     ("FRONTIER_PRIORITY_LEVELS", "0", "FRONTIER_PRIORITY_LEVELS = '0': must be a whole number from 1 to 8"),
     ("FRONTIER_PRIORITY_LEVELS", "9", "must be a whole number from 1 to 8"),
+    # ISA-L takes levels 0 to 3: at 9 every page's write raised and nothing was stored.
+    ("STORE_GZIP_LEVEL", "9", "STORE_GZIP_LEVEL = '9': must be a whole number from 0 to 3"),
 ])
 def test_a_bad_value_is_named_with_what_it_takes(name, value, expected):
     settings = Settings({name: value})
