@@ -8,6 +8,7 @@ default's type implies, so the message names the setting, the value and what it 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -79,7 +80,8 @@ def setting_problems(settings: BaseSettings) -> list[str]:
             if name in RANGES and not RANGES[name][0] <= number <= RANGES[name][1]:
                 problems.append(f"  {name} = {value!r}: must be a whole number from {RANGES[name][0]} "
                                 f"to {RANGES[name][1]}")
-            elif isinstance(number, int | float) and not isinstance(number, bool) and number < 0:
+            elif isinstance(number, int | float) and not isinstance(number, bool) and not (
+                    0 <= number < math.inf):  # NaN too: float("nan") is read, and is not < 0
                 problems.append(f"  {name} = {value!r}: must be {kind}")
         elif name in CHOICES and value not in CHOICES[name]:
             problems.append(f"  {name} = {value!r}: must be one of {', '.join(CHOICES[name])}")

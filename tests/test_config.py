@@ -18,6 +18,10 @@ def test_defaults_pass_the_check():
 @pytest.mark.parametrize(("name", "value", "expected"), [
     ("POLITENESS_MIN_DELAY", "fast", "POLITENESS_MIN_DELAY = 'fast': must be a number >= 0"),
     ("POLITENESS_MIN_DELAY", "-1", "must be a number >= 0"),
+    # float() reads both: NaN passed "< 0" and the frontier never fetched again, in silence;
+    # infinity ended the crawl at start in an OverflowError traceback.
+    ("POLITENESS_MIN_DELAY", "nan", "POLITENESS_MIN_DELAY = 'nan': must be a number >= 0"),
+    ("REVISIT_INTERVAL", "inf", "REVISIT_INTERVAL = 'inf': must be a number >= 0"),
     ("DEPTH_LIMIT", "1.5", "DEPTH_LIMIT = '1.5': must be a whole number >= 0"),
     ("POLITENESS_PER_IP", "maybe", "POLITENESS_PER_IP = 'maybe': must be true or false"),
     ("SEEN_SET", "cuckoo", "SEEN_SET = 'cuckoo': must be one of exact, bloom"),
