@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler import defaults
 from crawler.frontier.policy import MAX_LEVELS, RetryPolicy
+from crawler.paths import checked_data_dir
 from crawler.urls.links import SCOPES
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ RANGES: dict[str, tuple[int, int]] = {
 # Settings read by a parser of their own, which says what is wrong.
 PARSERS: dict[str, Callable[[Any], object]] = {
     "FRONTIER_RETRY_DELAYS": RetryPolicy.parse,
+    "DATA_DIR": lambda value: checked_data_dir(str(value)),
 }
 
 
@@ -66,8 +68,9 @@ def setting_problems(settings: BaseSettings) -> list[str]:
         if name in PARSERS:
             try:
                 PARSERS[name](value)
-            except ValueError as error:
-                problems.append(f"  {name} = {value!r}: {error}")
+            except ValueError as error:  # its message may name the setting already
+                said = str(error)
+                problems.append(f"  {said}" if said.startswith(name) else f"  {name} = {value!r}: {said}")
             continue
         getter = _getter(settings, default)
         if getter is not None:
