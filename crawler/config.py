@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from crawler import defaults
 from crawler.frontier.policy import MAX_LEVELS, RetryPolicy
 from crawler.paths import checked_data_dir
+from crawler.store.files import checked_store_uri
 from crawler.urls.links import SCOPES
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ RANGES: dict[str, tuple[int, int]] = {
 PARSERS: dict[str, Callable[[Any], object]] = {
     "FRONTIER_RETRY_DELAYS": RetryPolicy.parse,
     "DATA_DIR": lambda value: checked_data_dir(str(value)),
+    "STORE_URI": lambda value: checked_store_uri(str(value)),
 }
 
 
