@@ -9,6 +9,7 @@ default's type implies, so the message names the setting, the value and what it 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from crawler.frontier.policy import MAX_LEVELS, RetryPolicy
 from crawler.paths import checked_data_dir
 from crawler.store.files import checked_store_uri
 from crawler.urls.links import SCOPES
+from crawler.urls.normalize import UrlNormalizer
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -35,9 +37,19 @@ RANGES: dict[str, tuple[int, int]] = {
 }
 
 
+def _drop_params_pattern(value: Any) -> UrlNormalizer:
+    """The normaliser of ``URL_DROP_PARAMS``; a pattern ``re`` cannot compile is a ValueError
+    (``re.error`` is not one)."""
+    try:
+        return UrlNormalizer(value)
+    except re.error as error:
+        raise ValueError(f"not a regular expression: {error}") from None
+
+
 # Settings read by a parser of their own, which says what is wrong.
 PARSERS: dict[str, Callable[[Any], object]] = {
     "FRONTIER_RETRY_DELAYS": RetryPolicy.parse,
+    "URL_DROP_PARAMS": _drop_params_pattern,
     "DATA_DIR": lambda value: checked_data_dir(str(value)),
     "STORE_URI": lambda value: checked_store_uri(str(value)),
 }

@@ -27,6 +27,8 @@ def test_defaults_pass_the_check():
     ("SEEN_SET", "cuckoo", "SEEN_SET = 'cuckoo': must be one of exact, bloom"),
     ("CRAWL_SCOPE", "planet", "must be one of host, domain, all"),
     ("FRONTIER_RETRY_DELAYS", "1,soon", "must be a comma list of seconds"),
+    # re.error is no ValueError: it came out of the crawl command as a traceback.
+    ("URL_DROP_PARAMS", "(utm_", "URL_DROP_PARAMS = '(utm_': not a regular expression: missing ), unterminated"),
     # A scheme the store does not know failed in the pipeline's from_crawler, a traceback.
     ("STORE_URI", "gs://bucket/pages", "STORE_URI 'gs://bucket/pages': unsupported scheme 'gs'"),
     # Documented to stop the crawl at start, it did so in a traceback from the scheduler.
