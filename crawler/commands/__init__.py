@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import UsageError
 
-from crawler.frontier.connection import redis_clients, uses_redis
+from crawler.frontier.connection import redis_clients, redis_problem, uses_redis
 from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.redis import RedisFrontier
 from crawler.frontier.sharded import ShardedRedisFrontier, open_redis_frontier
@@ -23,6 +23,9 @@ def redis_crawl(args: list[str], settings: BaseSettings) -> tuple[str, RedisFron
         raise UsageError("give one crawl id")
     if not uses_redis(settings):
         raise UsageError("set REDIS_URL (-s REDIS_URL=redis://host:port/db)")
+    problem = redis_problem(settings)
+    if problem:
+        raise UsageError(f"Redis cannot be used:\n  {problem}", print_help=False)
     return args[0], open_redis_frontier(redis_clients(settings), args[0])
 
 
