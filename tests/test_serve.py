@@ -239,6 +239,16 @@ def test_binding_off_loopback_is_refused_without_a_token(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+def test_a_port_out_of_range_is_a_usage_error(tmp_path):
+    # socket's bind raises OverflowError there, not OSError: it came out as a traceback.
+    done = subprocess.run([sys.executable, "-m", "scrapy", "serve", "--port", "99999",
+                           "-s", f"DATA_DIR={tmp_path}"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 2
+    assert "cannot listen on 127.0.0.1:99999: port must be 0-65535" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_with_a_token_every_api_request_must_carry_it(web, tmp_path):
     service = Service(tmp_path / "serve", service_env(web), SERVE_TOKEN="s3cret").start()
     try:
