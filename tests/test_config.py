@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from scrapy.settings import Settings
 
@@ -28,7 +32,7 @@ def test_defaults_pass_the_check():
     ("CRAWL_SCOPE", "planet", "must be one of host, domain, all"),
     ("FRONTIER_RETRY_DELAYS", "1,soon", "must be a comma list of seconds"),
     # re.error is no ValueError: it came out of the crawl command as a traceback.
-    ("URL_DROP_PARAMS", "(utm_", "URL_DROP_PARAMS = '(utm_': not a regular expression: missing ), unterminated"),
+    ("URL_DROP_PARAMS", "(utm_", "URL_DROP_PARAMS = '(utm_': not a regular expression: missing )"),
     # A scheme the store does not know failed in the pipeline's from_crawler, a traceback.
     ("STORE_URI", "gs://bucket/pages", "STORE_URI 'gs://bucket/pages': unsupported scheme 'gs'"),
     # Documented to stop the crawl at start, it did so in a traceback from the scheduler.
@@ -57,3 +61,16 @@ def test_the_add_on_refuses_a_bad_value():
     settings.set("FRONTIER_COMMIT_INTERVAL", "soon", priority="cmdline")
     with pytest.raises(SettingError, match="FRONTIER_COMMIT_INTERVAL"):
         PoliteCrawler().update_settings(settings)
+
+
+@pytest.mark.parametrize("command", [["page", "http://a.test/"], ["crawlstats", "c"], ["deadletters", "c"],
+                                     ["forget", "c"]])
+def test_the_reading_commands_refuse_a_bad_value_too(command, tmp_path):
+    # They read DATA_DIR, STORE_URI and URL_DROP_PARAMS as the crawl does, unchecked: a traceback.
+    done = subprocess.run([sys.executable, "-m", "scrapy", *command, "-s", "DATA_DIR=var/crawler",
+                           "-s", "URL_DROP_PARAMS=(utm_"], capture_output=True, text=True, timeout=60,
+                          check=False, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "DATA_DIR 'var/crawler' is relative" in done.stderr
+    assert "URL_DROP_PARAMS = '(utm_': not a regular expression" in done.stderr
+    assert "Traceback" not in done.stderr

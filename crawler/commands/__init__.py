@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import UsageError
 
+from crawler.config import setting_problems
 from crawler.frontier.connection import redis_clients, redis_problem, uses_redis
 from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.redis import RedisFrontier
@@ -15,6 +16,14 @@ from crawler.paths import embedded_frontier_path
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+
+
+def check_command_settings(settings: BaseSettings) -> None:
+    """The settings check of ``scrapy crawl`` for a command that reads a crawl's state or
+    pages: a bad value is a usage error naming it, not a traceback."""
+    problems = setting_problems(settings)
+    if problems:
+        raise UsageError("bad setting(s):\n" + "\n".join(problems), print_help=False)
 
 
 def redis_crawl(args: list[str], settings: BaseSettings) -> tuple[str, RedisFrontier | ShardedRedisFrontier]:
