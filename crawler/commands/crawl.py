@@ -10,7 +10,7 @@ from scrapy.exceptions import UsageError
 
 from crawler.config import SettingError, check_settings
 from crawler.frontier.connection import redis_problem, uses_redis
-from crawler.spiders.arguments import ArgumentError, check_arguments
+from crawler.spiders.arguments import ArgumentError, check_argument_names, check_arguments
 from crawler.spiders.web import WebSpider
 
 
@@ -45,6 +45,8 @@ class Command(ScrapyCrawlCommand):
             if issubclass(spidercls, WebSpider):
                 spargs = opts.spargs
                 try:
+                    check_argument_names(spargs, spidercls.name, spidercls.arguments,
+                                         lambda name: hasattr(spidercls, name))
                     check_arguments(
                         spargs.get("seeds", getattr(spidercls, "start_urls", None)),
                         spargs.get("scope"),
