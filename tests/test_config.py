@@ -31,6 +31,7 @@ def test_defaults_pass_the_check():
     ("SEEN_SET", "cuckoo", "SEEN_SET = 'cuckoo': must be one of exact, bloom"),
     ("CRAWL_SCOPE", "planet", "must be one of host, domain, all"),
     ("FRONTIER_RETRY_DELAYS", "1,soon", "must be a comma list of seconds"),
+    ("FRONTIER_RETRY_DELAYS", "1,nan", "FRONTIER_RETRY_DELAYS must be numbers >= 0: '1,nan'"),
     # re.error is no ValueError: it came out of the crawl command as a traceback.
     ("URL_DROP_PARAMS", "(utm_", "URL_DROP_PARAMS = '(utm_': not a regular expression: missing )"),
     # A scheme the store does not know failed in the pipeline's from_crawler, a traceback.
