@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler import defaults
 from crawler.frontier.policy import MAX_LEVELS, RetryPolicy
+from crawler.net.resolver import nameserver
 from crawler.paths import checked_data_dir
 from crawler.store.files import checked_store_uri
 from crawler.urls.links import SCOPES
@@ -50,6 +51,8 @@ def _drop_params_pattern(value: Any) -> UrlNormalizer:
 PARSERS: dict[str, Callable[[Any], object]] = {
     "FRONTIER_RETRY_DELAYS": RetryPolicy.parse,
     "URL_DROP_PARAMS": _drop_params_pattern,
+    "DNS_NAMESERVERS": lambda value: [nameserver(spec) for spec in (
+        value.split(",") if isinstance(value, str) else value) if str(spec).strip()],
     "DATA_DIR": lambda value: checked_data_dir(str(value)),
     "STORE_URI": lambda value: checked_store_uri(str(value)),
 }

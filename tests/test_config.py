@@ -34,6 +34,10 @@ def test_defaults_pass_the_check():
     ("FRONTIER_RETRY_DELAYS", "1,nan", "FRONTIER_RETRY_DELAYS must be numbers >= 0: '1,nan'"),
     # re.error is no ValueError: it came out of the crawl command as a traceback.
     ("URL_DROP_PARAMS", "(utm_", "URL_DROP_PARAMS = '(utm_': not a regular expression: missing )"),
+    # A port that is no number stopped the process in a traceback as the resolver was built;
+    # a name, not an address, was taken, and every lookup then failed as "dns".
+    ("DNS_NAMESERVERS", "127.0.0.1:x", "DNS_NAMESERVERS = '127.0.0.1:x': '127.0.0.1:x' is not an IP"),
+    ("DNS_NAMESERVERS", "127.0.0.1,ns.local", "'ns.local' is not an IP address"),
     # A scheme the store does not know failed in the pipeline's from_crawler, a traceback.
     ("STORE_URI", "gs://bucket/pages", "STORE_URI 'gs://bucket/pages': unsupported scheme 'gs'"),
     # Documented to stop the crawl at start, it did so in a traceback from the scheduler.
