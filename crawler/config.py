@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler import defaults
 from crawler.frontier.policy import MAX_LEVELS, RetryPolicy
+from crawler.net.addresses import AddressPolicy
 from crawler.net.resolver import nameserver
 from crawler.paths import checked_data_dir
 from crawler.store.files import checked_store_uri
@@ -53,6 +54,7 @@ PARSERS: dict[str, Callable[[Any], object]] = {
     "URL_DROP_PARAMS": _drop_params_pattern,
     "DNS_NAMESERVERS": lambda value: [nameserver(spec) for spec in (
         value.split(",") if isinstance(value, str) else value) if str(spec).strip()],
+    "NETWORK_ALLOW": lambda value: AddressPolicy(allow=value.split(",") if isinstance(value, str) else value),
     "DATA_DIR": lambda value: checked_data_dir(str(value)),
     "STORE_URI": lambda value: checked_store_uri(str(value)),
 }

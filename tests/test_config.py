@@ -38,6 +38,10 @@ def test_defaults_pass_the_check():
     # a name, not an address, was taken, and every lookup then failed as "dns".
     ("DNS_NAMESERVERS", "127.0.0.1:x", "DNS_NAMESERVERS = '127.0.0.1:x': '127.0.0.1:x' is not an IP"),
     ("DNS_NAMESERVERS", "127.0.0.1,ns.local", "'ns.local' is not an IP address"),
+    # A network with a typo was taken as a host name that nothing is called: the guard went
+    # on refusing the network, its log line saying "allow it with NETWORK_ALLOW".
+    ("NETWORK_ALLOW", "wiki.corp,10.0.0.0/33",
+     "NETWORK_ALLOW = 'wiki.corp,10.0.0.0/33': '10.0.0.0/33' is not a network"),
     # A scheme the store does not know failed in the pipeline's from_crawler, a traceback.
     ("STORE_URI", "gs://bucket/pages", "STORE_URI 'gs://bucket/pages': unsupported scheme 'gs'"),
     # Documented to stop the crawl at start, it did so in a traceback from the scheduler.
