@@ -154,7 +154,9 @@ def test_a_bad_crawl_request_gets_400_naming_what_is_wrong(service, body, messag
 def test_other_bad_requests_get_clear_errors(service):
     status, answer = service.json("POST", "/crawls", {"seeds": ["http://a.test/" + "x" * 2_000_000]})
     assert status == 400 and "the limit is" in answer["error"]
-    assert service.json("GET", "/crawls/20990101-000000-abcdef")[0] == 404
+    # The id is quoted whole: the message lost its closing quote ("no crawl '2099...).
+    assert service.json("GET", "/crawls/20990101-000000-abcdef") == (
+        404, {"error": "no crawl '20990101-000000-abcdef'"})
     assert service.json("GET", "/crawls/..%2f..%2fetc")[0] == 404
     assert service.json("GET", "/nothing")[0] == 404
     assert service.json("GET", "/pages")[1]["error"] == "give one url: /pages?url=U"
