@@ -8,12 +8,19 @@ default's type implies, so the message names the setting, the value and what it 
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from crawler import defaults
-from crawler.frontier.policy import RetryPolicy
+from crawler.frontier.policy import MAX_LEVELS, RetryPolicy
+from crawler.net.addresses import AddressPolicy
+from crawler.net.resolver import nameserver
+from crawler.paths import checked_data_dir
+from crawler.store.files import checked_store_uri
 from crawler.urls.links import SCOPES
+from crawler.urls.normalize import UrlNormalizer
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -25,9 +32,31 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
+# Whole-number settings that take only a range (lowest, highest).
+RANGES: dict[str, tuple[int, int]] = {
+    "FRONTIER_PRIORITY_LEVELS": (1, MAX_LEVELS),
+    "STORE_GZIP_LEVEL": (0, 3),  # ISA-L's levels
+}
+
+
+def _drop_params_pattern(value: Any) -> UrlNormalizer:
+    """The normaliser of ``URL_DROP_PARAMS``; a pattern ``re`` cannot compile is a ValueError
+    (``re.error`` is not one)."""
+    try:
+        return UrlNormalizer(value)
+    except re.error as error:
+        raise ValueError(f"not a regular expression: {error}") from None
+
+
 # Settings read by a parser of their own, which says what is wrong.
 PARSERS: dict[str, Callable[[Any], object]] = {
     "FRONTIER_RETRY_DELAYS": RetryPolicy.parse,
+    "URL_DROP_PARAMS": _drop_params_pattern,
+    "DNS_NAMESERVERS": lambda value: [nameserver(spec) for spec in (
+        value.split(",") if isinstance(value, str) else value) if str(spec).strip()],
+    "NETWORK_ALLOW": lambda value: AddressPolicy(allow=value.split(",") if isinstance(value, str) else value),
+    "DATA_DIR": lambda value: checked_data_dir(str(value)),
+    "STORE_URI": lambda value: checked_store_uri(str(value)),
 }
 
 
@@ -58,8 +87,9 @@ def setting_problems(settings: BaseSettings) -> list[str]:
         if name in PARSERS:
             try:
                 PARSERS[name](value)
-            except ValueError as error:
-                problems.append(f"  {name} = {value!r}: {error}")
+            except ValueError as error:  # its message may name the setting already
+                said = str(error)
+                problems.append(f"  {said}" if said.startswith(name) else f"  {name} = {value!r}: {said}")
             continue
         getter = _getter(settings, default)
         if getter is not None:
@@ -69,7 +99,11 @@ def setting_problems(settings: BaseSettings) -> list[str]:
             except (TypeError, ValueError):
                 problems.append(f"  {name} = {value!r}: must be {kind}")
                 continue
-            if isinstance(number, int | float) and not isinstance(number, bool) and number < 0:
+            if name in RANGES and not RANGES[name][0] <= number <= RANGES[name][1]:
+                problems.append(f"  {name} = {value!r}: must be a whole number from {RANGES[name][0]} "
+                                f"to {RANGES[name][1]}")
+            elif isinstance(number, int | float) and not isinstance(number, bool) and not (
+                    0 <= number < math.inf):  # NaN too: float("nan") is read, and is not < 0
                 problems.append(f"  {name} = {value!r}: must be {kind}")
         elif name in CHOICES and value not in CHOICES[name]:
             problems.append(f"  {name} = {value!r}: must be one of {', '.join(CHOICES[name])}")

@@ -13,14 +13,19 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 
+def checked_data_dir(value: str) -> str:
+    """``DATA_DIR`` as given, when it is empty or absolute; else ValueError naming it."""
+    if value and not os.path.isabs(value):
+        raise ValueError(f"DATA_DIR {value!r} is relative: set it to an absolute directory, or leave it "
+                         "empty for the working directory")
+    return value
+
+
 def data_path(settings: BaseSettings, name: str) -> str:
     """The value of setting ``name`` (``FRONTIER_DIR``, ``STORE_URI``, ``STORE_SPOOL_DIR``),
     a relative local path joined to ``DATA_DIR``; a URI (``s3://``, ``file://``), an
     absolute path, or any path when ``DATA_DIR`` is empty, as it is."""
-    data_dir = str(settings.get("DATA_DIR", defaults.DATA_DIR) or "")
-    if data_dir and not os.path.isabs(data_dir):
-        raise ValueError(f"DATA_DIR {data_dir!r} is relative: set it to an absolute directory, or leave it "
-                         "empty for the working directory")
+    data_dir = checked_data_dir(str(settings.get("DATA_DIR", defaults.DATA_DIR) or ""))
     value = str(settings.get(name, getattr(defaults, name)))
     if not data_dir or urlsplit(value).scheme or os.path.isabs(value):
         return value

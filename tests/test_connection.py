@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from redis_server import RedisServer
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from redis_server import RedisServer, free_port
 from scrapy.settings import Settings
 
 from crawler.frontier.connection import first_redis, redis_clients, uses_redis
 from crawler.frontier.factory import open_frontier
 from crawler.frontier.policy import PriorityLevels
+
+PROJECT = Path(__file__).resolve().parent.parent
 
 
 def kwargs(client) -> dict:
@@ -53,3 +60,22 @@ def test_per_ip_politeness_over_shards_says_its_limit_once_at_start(tmp_path, ca
     finally:
         for server in servers:
             server.stop()
+
+
+def _scrapy(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "scrapy", *args], capture_output=True, text=True,
+                          timeout=60, check=False, cwd=PROJECT)
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:{port}/0", "127.0.0.1:{port}"])
+def test_a_redis_that_cannot_be_used_stops_the_crawl_and_the_commands_naming_it(url, tmp_path):
+    # A closed port, or a URL without its scheme: each was a traceback from deep in the
+    # scheduler's first read (the crawl) or from redis-py (crawlstats, deadletters, forget).
+    url = url.format(port=free_port())
+    for args in (("crawl", "web", "-a", "seeds=http://127.0.0.1:9/"), ("crawlstats", "c"),
+                 ("deadletters", "c"), ("forget", "c")):
+        done = _scrapy(*args, "-s", f"REDIS_URL={url}", "-s", f"DATA_DIR={tmp_path}")
+        assert done.returncode == 2, (args, done.stderr[-2000:])
+        assert "Redis cannot be used" in done.stderr, args
+        assert f"\n  REDIS_URL = {url!r}: " in done.stderr, args
+        assert "Traceback" not in done.stderr, args

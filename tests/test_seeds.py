@@ -42,6 +42,15 @@ def test_no_seeds_is_an_error(tmp_path):
         parse_seeds(str(empty), normalize_url)
 
 
+def test_seeds_separated_by_white_space_are_named_not_run_together():
+    # Unchecked, "A B" normalised to one URL, A's path with "%20B" (or, across a newline, B)
+    # appended: a page nobody asked for, fetched in silence.
+    for value in ("http://a.test/ http://b.test/", "http://a.test/\nhttp://b.test/", "http://a.test/a b"):
+        with pytest.raises(ArgumentError) as error:
+            parse_seeds(value, normalize_url)
+        assert f"{value!r}: white space in a URL" in str(error.value)
+
+
 def test_scope_and_max_pages_are_checked():
     assert check_arguments("http://a.test/", None, None, SETTINGS) == (["http://a.test/"], "host", 0)
     assert check_arguments("http://a.test/", "domain", "5", SETTINGS)[1:] == ("domain", 5)
@@ -76,3 +85,17 @@ def test_crawl_help_lists_the_spider_arguments():
     assert done.returncode == 0, done.stderr
     for name in ("seeds", "scope", "max_pages"):
         assert f"-a {name}=..." in done.stdout
+
+
+def test_a_misspelt_argument_is_named_not_ignored(tmp_path):
+    # Scrapy sets any -a as an attribute: -a max_page=5 ran the crawl without a cap, in silence.
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "web", "-a", "seeds=http://127.0.0.1:9/",
+                           "-a", "max_page=5", "-a", "_job=from-scrapyd", "-s", f"DATA_DIR={tmp_path}"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert ("unknown argument(s) of the 'web' spider: 'max_page' (did you mean max_pages?); "
+            "it takes seeds, scope, max_pages") in done.stderr
+    assert "_job" not in done.stderr  # scrapyd's own argument

@@ -154,7 +154,9 @@ def test_a_bad_crawl_request_gets_400_naming_what_is_wrong(service, body, messag
 def test_other_bad_requests_get_clear_errors(service):
     status, answer = service.json("POST", "/crawls", {"seeds": ["http://a.test/" + "x" * 2_000_000]})
     assert status == 400 and "the limit is" in answer["error"]
-    assert service.json("GET", "/crawls/20990101-000000-abcdef")[0] == 404
+    # The id is quoted whole: the message lost its closing quote ("no crawl '2099...).
+    assert service.json("GET", "/crawls/20990101-000000-abcdef") == (
+        404, {"error": "no crawl '20990101-000000-abcdef'"})
     assert service.json("GET", "/crawls/..%2f..%2fetc")[0] == 404
     assert service.json("GET", "/nothing")[0] == 404
     assert service.json("GET", "/pages")[1]["error"] == "give one url: /pages?url=U"
@@ -236,6 +238,16 @@ def test_binding_off_loopback_is_refused_without_a_token(tmp_path):
                           timeout=60, check=False)
     assert done.returncode != 0
     assert "0.0.0.0 is not a loopback address: set SERVE_TOKEN" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_port_out_of_range_is_a_usage_error(tmp_path):
+    # socket's bind raises OverflowError there, not OSError: it came out as a traceback.
+    done = subprocess.run([sys.executable, "-m", "scrapy", "serve", "--port", "99999",
+                           "-s", f"DATA_DIR={tmp_path}"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 2
+    assert "cannot listen on 127.0.0.1:99999: port must be 0-65535" in done.stderr
     assert "Traceback" not in done.stderr
 
 

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import UsageError
 
-from crawler.frontier.connection import redis_clients, uses_redis
+from crawler.config import setting_problems
+from crawler.frontier.connection import redis_clients, redis_problem, uses_redis
 from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.redis import RedisFrontier
 from crawler.frontier.sharded import ShardedRedisFrontier, open_redis_frontier
@@ -17,12 +18,23 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 
+def check_command_settings(settings: BaseSettings) -> None:
+    """The settings check of ``scrapy crawl`` for a command that reads a crawl's state or
+    pages: a bad value is a usage error naming it, not a traceback."""
+    problems = setting_problems(settings)
+    if problems:
+        raise UsageError("bad setting(s):\n" + "\n".join(problems), print_help=False)
+
+
 def redis_crawl(args: list[str], settings: BaseSettings) -> tuple[str, RedisFrontier | ShardedRedisFrontier]:
     """(crawl id, its Redis frontier) for a command given one crawl id and ``REDIS_URL``."""
     if len(args) != 1:
         raise UsageError("give one crawl id")
     if not uses_redis(settings):
         raise UsageError("set REDIS_URL (-s REDIS_URL=redis://host:port/db)")
+    problem = redis_problem(settings)
+    if problem:
+        raise UsageError(f"Redis cannot be used:\n  {problem}", print_help=False)
     return args[0], open_redis_frontier(redis_clients(settings), args[0])
 
 

@@ -9,7 +9,8 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
 from crawler.config import SettingError, check_settings
-from crawler.spiders.arguments import ArgumentError, check_arguments
+from crawler.frontier.connection import redis_problem, uses_redis
+from crawler.spiders.arguments import ArgumentError, check_argument_names, check_arguments
 from crawler.spiders.web import WebSpider
 
 
@@ -36,11 +37,16 @@ class Command(ScrapyCrawlCommand):
             check_settings(self.settings)
         except SettingError as e:
             raise UsageError(str(e), print_help=False) from None
+        problem = redis_problem(self.settings) if uses_redis(self.settings) else None
+        if problem:
+            raise UsageError(f"Redis cannot be used, nothing was fetched:\n  {problem}", print_help=False)
         if len(args) == 1 and self.crawler_process is not None:
             spidercls = self.crawler_process.spider_loader.load(args[0])
             if issubclass(spidercls, WebSpider):
                 spargs = opts.spargs
                 try:
+                    check_argument_names(spargs, spidercls.name, spidercls.arguments,
+                                         lambda name: hasattr(spidercls, name))
                     check_arguments(
                         spargs.get("seeds", getattr(spidercls, "start_urls", None)),
                         spargs.get("scope"),

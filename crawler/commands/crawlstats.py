@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 
-from crawler.commands import embedded_state, redis_crawl
+from crawler.commands import check_command_settings, embedded_state, redis_crawl
 from crawler.frontier.connection import uses_redis
 from crawler.frontier.embedded_store import read_counts
 
@@ -32,6 +32,7 @@ class Command(ScrapyCommand):
         return "Print a crawl's frontier counts (embedded or Redis)"
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        check_command_settings(self.settings)
         if uses_redis(self.settings):
             _, frontier = redis_crawl(args, self.settings)
             counts = {**frontier.counters, **frontier.gauges(time.time())}

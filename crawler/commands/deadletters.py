@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 
-from crawler.commands import crawl_frontier
+from crawler.commands import check_command_settings, crawl_frontier
 from crawler.frontier.codec import ATTEMPTS_META, with_attempts_reset
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ class Command(ScrapyCommand):
         parser.add_argument("--requeue", action="store_true", help="queue every dead letter again")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        check_command_settings(self.settings)
         frontier = crawl_frontier(args, self.settings)
         try:
             letters = frontier.dead_letters()

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 
-from crawler.commands import redis_crawl
+from crawler.commands import check_command_settings, redis_crawl
 
 if TYPE_CHECKING:
     import argparse
@@ -32,6 +32,7 @@ class Command(ScrapyCommand):
         parser.add_argument("--force", action="store_true", help="also a crawl with work left")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        check_command_settings(self.settings)
         crawl_id, frontier = redis_crawl(args, self.settings)
         if frontier.has_pending() and not opts.force:
             print(f"crawl {crawl_id!r} has {frontier.queued} URLs queued and {frontier.leased} leased; "

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from crawler.commands import check_command_settings
 from crawler.frontier.revisit import seconds
 from crawler.paths import data_path
 from crawler.store.files import TornRecord, open_store, torn_tails
@@ -44,6 +45,7 @@ class Command(ScrapyCommand):
                           help="one line per visit: when, status, change, text hash, next visit")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        check_command_settings(self.settings)
         if len(args) != 1:
             raise UsageError("give one URL")
         url = UrlNormalizer.from_settings(self.settings)(args[0])

@@ -96,10 +96,10 @@ class Command(ScrapyCommand):
         try:
             server = ServiceServer((bind, port), service, token,
                                    s.getint("SERVE_MAX_BODY_BYTES", defaults.SERVE_MAX_BODY_BYTES))
-        except OSError as error:
+        except (OSError, OverflowError) as error:  # OverflowError: a port outside 0-65535
             service.close()
-            raise UsageError(f"cannot listen on {bind}:{port}: {error.strerror or error}",
-                             print_help=False) from None
+            said = getattr(error, "strerror", None) or str(error).removeprefix("bind(): ")
+            raise UsageError(f"cannot listen on {bind}:{port}: {said}", print_help=False) from None
         service.start()
         logger.info("Serving crawls on http://%s:%d/ (data in %s, crawls run %s)", bind, server.server_port,
                     data_dir, f"on scrapyd {scrapyd}" if scrapyd else "as child processes")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from redis import RedisCluster, RedisError
 from redis.backoff import NoBackoff
-from redis.exceptions import ClusterError
+from redis.exceptions import ClusterError, RedisClusterException
 from redis.retry import Retry
 from scrapy_redis.connection import SETTINGS_PARAMS_MAP, get_redis
 from scrapy_redis.defaults import REDIS_PARAMS
@@ -77,6 +77,22 @@ def redis_clients(settings: BaseSettings, **options: Any) -> list[Redis] | list[
     if not urls:
         return [get_redis(**params)]
     return [get_redis(url=url, **params) for url in urls]
+
+
+def redis_problem(settings: BaseSettings) -> str | None:
+    """Why the crawl's Redis cannot be used, naming the setting: a ``REDIS_URL`` redis-py
+    cannot read, or a server that does not answer a PING within ``REDIS_CONNECT_TIMEOUT``
+    (no retry); None when every server answers."""
+    timeout = settings.getfloat("REDIS_CONNECT_TIMEOUT", defaults.REDIS_CONNECT_TIMEOUT)
+    try:
+        for client in redis_clients(settings, socket_connect_timeout=timeout, socket_timeout=timeout,
+                                    retry=Retry(NoBackoff(), 0)):
+            client.ping()
+            client.close()
+    except (RedisError, RedisClusterException, ValueError) as error:
+        name = "REDIS_URL" if settings.get("REDIS_URL") else "REDIS_HOST"
+        return f"{name} = {settings.get(name)!r}: {error}"
+    return None
 
 
 def first_redis(settings: BaseSettings, **options: Any) -> Redis | RedisCluster:

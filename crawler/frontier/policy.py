@@ -275,6 +275,6 @@ class RetryPolicy:
         except ValueError:
             raise ValueError(
                 f"FRONTIER_RETRY_DELAYS must be a comma list of seconds, not {value!r}") from None
-        if any(d < 0 for d in delays):
-            raise ValueError(f"FRONTIER_RETRY_DELAYS must not be negative: {value!r}")
+        if not all(0 <= d < math.inf for d in delays):  # NaN too: float() reads "nan"
+            raise ValueError(f"FRONTIER_RETRY_DELAYS must be numbers >= 0: {value!r}")
         return cls(delays, confirm_after)

@@ -111,7 +111,7 @@ class AddressPolicy:
     in ``allow`` or added with :meth:`allow_host` (the seeds' hosts), and addresses in
     the networks of ``allow``. Entries of ``allow`` that parse as a network (a CIDR or
     one address, in any spelling :func:`parse_host` reads) are networks; others are
-    host names.
+    host names, but one with a ``/`` is a ValueError.
     """
 
     def __init__(self, enabled: bool = True, allow: Iterable[str] = ()) -> None:
@@ -125,6 +125,8 @@ class AddressPolicy:
             try:
                 self.networks.append(ipaddress.ip_network(entry, strict=False))
             except ValueError:
+                if "/" in entry:  # no host name has one: a network with a typo
+                    raise ValueError(f"{entry!r} is not a network (10.0.0.0/8) nor a host name") from None
                 self.allow_host(entry)
 
     def allow_host(self, host: str) -> None:

@@ -12,6 +12,7 @@ installs it from ``update_pre_crawler_settings``.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -58,15 +59,24 @@ class AddressRefused(DNSLookupError):
 
 
 def nameserver(spec: str) -> dns.nameserver.Do53Nameserver:
-    """``"127.0.0.1"``, ``"127.0.0.1:5353"``, ``"::1"`` or ``"[::1]:5353"`` as a nameserver."""
+    """``"127.0.0.1"``, ``"127.0.0.1:5353"``, ``"::1"`` or ``"[::1]:5353"`` as a nameserver;
+    ValueError for anything else (a host name, a port that is no number or out of range)."""
     spec = spec.strip()
     if spec.startswith("["):
         address, _, port = spec[1:].partition("]:")
-        return dns.nameserver.Do53Nameserver(address.rstrip("]"), int(port or 53))
-    if spec.count(":") == 1:
+        address = address.rstrip("]")
+    elif spec.count(":") == 1:
         address, port = spec.split(":")
-        return dns.nameserver.Do53Nameserver(address, int(port))
-    return dns.nameserver.Do53Nameserver(spec)
+    else:
+        address, port = spec, ""
+    try:
+        ipaddress.ip_address(address)
+        number = int(port or 53)
+    except ValueError:
+        number = 0
+    if not 0 < number < 65536:
+        raise ValueError(f"{spec!r} is not an IP address with an optional port (127.0.0.1:5353, [::1]:53)")
+    return dns.nameserver.Do53Nameserver(address, number)
 
 
 def _error_kind(error: BaseException) -> str:

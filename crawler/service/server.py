@@ -103,7 +103,7 @@ class _Handler(BaseHTTPRequestHandler):
         except BadRequest as error:
             self._error(400, str(error))
         except NotFound as error:
-            self._error(404, str(error).strip("'\""))
+            self._error(404, str(error))
         except Exception as error:  # one request's failure is reported, not the service's end
             logger.exception("%s %s failed", self.command, self.path)
             self._error(500, f"{type(error).__name__}: {error}")

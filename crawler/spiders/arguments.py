@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from difflib import get_close_matches
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +24,9 @@ class ArgumentError(ValueError):
 def seed_problem(raw: str, normalized: str | None) -> str | None:
     """Why ``raw`` cannot be a seed, given what it normalised to (None: it can), for the
     messages of a bad seed argument and of a rejected pushed seed."""
+    if any(c.isspace() for c in raw.strip()):
+        # Normalising would run "A B" together into one URL nobody asked for.
+        return "white space in a URL: separate seeds with commas (a space in a URL is %20)"
     if normalized is not None:
         return None
     if _names_a_file(raw):
@@ -74,6 +79,21 @@ def parse_seeds(value: str | list[str] | None, normalize: UrlNormalizer) -> list
     if not seeds:
         raise ArgumentError(f"no seeds in {value!r}")
     return list(seeds)
+
+
+def check_argument_names(names: Iterable[str], spider: str, arguments: Iterable[str],
+                         attributes: Callable[[str], bool]) -> None:
+    """Raise :class:`ArgumentError` naming each ``-a`` name the spider neither takes among its
+    ``arguments`` nor has as an attribute (``attributes(name)``): Scrapy would set it as a new
+    attribute, and a misspelt ``max_page`` would go unheeded. Names starting with ``_``
+    (scrapyd's ``_job``) pass."""
+    known = list(arguments)
+    unknown = [n for n in names if n not in known and not n.startswith("_") and not attributes(n)]
+    if unknown:
+        named = ", ".join(f"{n!r}" + "".join(f" (did you mean {m}?)" for m in get_close_matches(n, known, 1))
+                          for n in unknown)
+        raise ArgumentError(f"unknown argument(s) of the {spider!r} spider: {named}; "
+                            f"it takes {', '.join(known)}")
 
 
 def check_arguments(

@@ -108,18 +108,25 @@ class LocalStore:
         return sorted(f"{prefix}/{p.name}" for p in base.iterdir() if p.is_file())
 
 
+def checked_store_uri(uri: str) -> str:
+    """``STORE_URI`` as given, when its scheme is one a store is opened for (none or
+    ``file``: a local directory; ``s3``); else ValueError naming it."""
+    scheme = urlsplit(uri).scheme
+    if scheme not in ("", "file", "s3"):
+        raise ValueError(f"STORE_URI {uri!r}: unsupported scheme {scheme!r}; "
+                         "use a local directory or s3://bucket/prefix")
+    return uri
+
+
 def open_store(uri: str, settings: BaseSettings | None = None) -> LocalStore | S3Store:
     """The store for ``STORE_URI``: a local directory (a path or ``file://``) or
     ``s3://bucket/prefix`` (Scrapy's ``AWS_*`` settings, ``STORE_SPOOL_DIR``)."""
-    parts = urlsplit(uri)
+    parts = urlsplit(checked_store_uri(uri))
     if parts.scheme in ("", "file"):
         return LocalStore(parts.path if parts.scheme == "file" else uri)
-    if parts.scheme == "s3":
-        from crawler.store.s3 import S3Store  # boto3 is imported only by crawls that use S3
+    from crawler.store.s3 import S3Store  # boto3 is imported only by crawls that use S3
 
-        return S3Store.from_settings(uri, settings or Settings())
-    raise ValueError(f"STORE_URI {uri!r}: unsupported scheme {parts.scheme!r}; "
-                     "use a local directory or s3://bucket/prefix")
+    return S3Store.from_settings(uri, settings or Settings())
 
 
 class RollingFile:
