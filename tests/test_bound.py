@@ -6,10 +6,16 @@ import re
 import threading
 from collections import Counter
 
+import pytest
 from test_s3 import CREDENTIALS, FlakyProxy, make_bucket
 from testweb import Site, TestWeb
 
 from crawler.bound.verdict import CPU, IDLE, NETWORK, POLITENESS, STORAGE, Interval, hosts_to_fill, verdict
+
+# The live tests judge what bounds a crawl from its own CPU share: run alone, after the rest
+# (.ci/run), as other tests' crawls on the same cores would make a CPU-bound crawl look
+# politeness-bound.
+pytestmark = pytest.mark.serial
 
 
 def interval(**changes) -> Interval:
