@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from crawler import defaults
@@ -32,10 +33,39 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
-# Whole-number settings that take only a range (lowest, highest).
-RANGES: dict[str, tuple[int, int]] = {
-    "FRONTIER_PRIORITY_LEVELS": (1, MAX_LEVELS),
-    "STORE_GZIP_LEVEL": (0, 3),  # ISA-L's levels
+@dataclass(frozen=True)
+class Range:
+    """The values a number setting takes: ``low`` to ``high``, each end included unless
+    ``low_open`` or ``high_open`` excludes it."""
+
+    low: float
+    high: float
+    low_open: bool = False
+    high_open: bool = False
+
+    def __contains__(self, number: float) -> bool:
+        above = number > self.low if self.low_open else number >= self.low
+        below = number < self.high if self.high_open else number <= self.high
+        return above and below
+
+    def said(self, whole: bool) -> str:
+        """What the setting takes, for its error message."""
+        kind = "a whole number" if whole else "a number"
+        excluded = [f"{end:g}" for end, is_open in ((self.low, self.low_open), (self.high, self.high_open))
+                    if is_open]
+        return (f"{kind} from {self.low:g} to {self.high:g}"
+                + (f", {' and '.join(excluded)} excluded" if excluded else ""))
+
+
+# Number settings that take only a range.
+RANGES: dict[str, Range] = {
+    "FRONTIER_PRIORITY_LEVELS": Range(1, MAX_LEVELS),
+    "STORE_GZIP_LEVEL": Range(0, 3),  # ISA-L's levels
+    # Shares: a rate of 1 would never demote (TRAP_DUPLICATE_WINDOW = 0 turns demotion off);
+    # a Bloom filter sized for 0 or 1 errors has no size; hot pages may take every fetch.
+    "TRAP_DUPLICATE_RATE": Range(0, 1, high_open=True),
+    "SEEN_SET_ERROR_RATE": Range(0, 1, low_open=True, high_open=True),
+    "REVISIT_HOT_SHARE": Range(0, 1, low_open=True),
 }
 
 
@@ -99,9 +129,8 @@ def setting_problems(settings: BaseSettings) -> list[str]:
             except (TypeError, ValueError):
                 problems.append(f"  {name} = {value!r}: must be {kind}")
                 continue
-            if name in RANGES and not RANGES[name][0] <= number <= RANGES[name][1]:
-                problems.append(f"  {name} = {value!r}: must be a whole number from {RANGES[name][0]} "
-                                f"to {RANGES[name][1]}")
+            if name in RANGES and number not in RANGES[name]:  # NaN is in no range
+                problems.append(f"  {name} = {value!r}: must be {RANGES[name].said(isinstance(number, int))}")
             elif isinstance(number, int | float) and not isinstance(number, bool) and not (
                     0 <= number < math.inf):  # NaN too: float("nan") is read, and is not < 0
                 problems.append(f"  {name} = {value!r}: must be {kind}")

@@ -52,6 +52,15 @@ def test_defaults_pass_the_check():
     ("FRONTIER_PRIORITY_LEVELS", "9", "must be a whole number from 1 to 8"),
     # ISA-L takes levels 0 to 3: at 9 every page's write raised and nothing was stored.
     ("STORE_GZIP_LEVEL", "9", "STORE_GZIP_LEVEL = '9': must be a whole number from 0 to 3"),
+    # Shares above 1 passed: a duplicate rate that never demotes, a Bloom filter of negative
+    # size (a traceback from the frontier), a hot share the pipeline refused in a traceback.
+    ("TRAP_DUPLICATE_RATE", "1.5", "TRAP_DUPLICATE_RATE = '1.5': must be a number from 0 to 1, 1 excluded"),
+    ("TRAP_DUPLICATE_RATE", "1", "must be a number from 0 to 1, 1 excluded"),
+    ("SEEN_SET_ERROR_RATE", "0", "SEEN_SET_ERROR_RATE = '0': must be a number from 0 to 1, 0 and 1 excluded"),
+    ("SEEN_SET_ERROR_RATE", "1", "must be a number from 0 to 1, 0 and 1 excluded"),
+    ("REVISIT_HOT_SHARE", "0", "REVISIT_HOT_SHARE = '0': must be a number from 0 to 1, 0 excluded"),
+    ("REVISIT_HOT_SHARE", "2", "must be a number from 0 to 1, 0 excluded"),
+    ("REVISIT_HOT_SHARE", "nan", "must be a number from 0 to 1, 0 excluded"),
 ])
 def test_a_bad_value_is_named_with_what_it_takes(name, value, expected):
     settings = Settings({name: value})

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 from redis_server import RedisServer, free_port
+from scrapy.exceptions import UsageError
 from scrapy.settings import Settings
 
+from crawler.commands import check_redis
 from crawler.frontier.connection import first_redis, redis_clients, uses_redis
 from crawler.frontier.factory import open_frontier
 from crawler.frontier.policy import PriorityLevels
@@ -79,3 +81,15 @@ def test_a_redis_that_cannot_be_used_stops_the_crawl_and_the_commands_naming_it(
         assert "Redis cannot be used" in done.stderr, args
         assert f"\n  REDIS_URL = {url!r}: " in done.stderr, args
         assert "Traceback" not in done.stderr, args
+
+
+def test_one_redis_check_serves_the_crawl_and_the_commands_each_saying_its_consequence():
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    with pytest.raises(UsageError) as crawl_error:
+        check_redis(Settings({"REDIS_URL": url}), ", nothing was fetched")
+    said = str(crawl_error.value)
+    assert said.startswith(f"Redis cannot be used, nothing was fetched:\n  REDIS_URL = {url!r}: ")
+    with pytest.raises(UsageError) as command_error:
+        check_redis(Settings({"REDIS_URL": url}))
+    assert str(command_error.value).startswith("Redis cannot be used:\n  REDIS_URL")
+    check_redis(Settings())  # the embedded frontier: no Redis to check

@@ -65,7 +65,7 @@ def test_change_classes_are_parsed(text, classes):
     assert [days for _, days in parsed] == [days for _, days in classes]
 
 
-@pytest.mark.parametrize("text", ["10%:1", "10%", "100%:0", "x:1", "150%:1"])
+@pytest.mark.parametrize("text", ["10%:1", "10%", "100%:0", "x:1", "150%:1", "100%:x", "nan%:1", "100%:nan"])
 def test_bad_change_classes_are_refused(text):
     with pytest.raises(ValueError):
         parse_classes(text)
@@ -98,3 +98,16 @@ def test_scrapy_plan_refuses_shares_that_do_not_add_up():
         check=False,
     )
     assert done.returncode == 2 and "add up to 50%" in done.stderr
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    # float()'s own words came out alone: "could not convert string to float: 'x'".
+    ("10%:x", "--change '10%:x': class '10%:x': want SHARE:DAYS, e.g. 10%:1"),
+    ("10%:1,90%:7x", "--change '10%:1,90%:7x': class '90%:7x': want SHARE:DAYS"),
+    ("50%:2", "--change '50%:2': shares add up to 50%, not 100%"),
+])
+def test_scrapy_plan_names_change_and_its_bad_value(change, said):
+    done = subprocess.run([sys.executable, "-m", "scrapy", "plan", "--change", change],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and said in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

@@ -179,3 +179,55 @@ def test_workers_of_a_redis_crawl_share_one_hold_per_host(tmp_path):
     assert len(silent.held) == 3  # the first fetch and one probe after each of the 2 delays
     urls = sorted(json.loads(line)["url"] for line in letters.stdout.splitlines())
     assert urls == sorted(seeds[1:]), letters.stderr
+
+
+class NotHttpServer:
+    """Answers every connection on a loopback port with a status line that is not HTTP."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.answered = 0
+        threading.Thread(target=self._answer, daemon=True).start()
+
+    def _answer(self) -> None:
+        for _ in range(20):  # bounded
+            try:
+                connection, _ = self.sock.accept()
+            except OSError:
+                return
+            with connection:
+                connection.recv(65536)
+                connection.sendall(b"ICY 200 OK\r\nContent-Length: 0\r\n\r\n")
+                self.answered += 1
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_a_response_that_is_not_http_is_skipped_once_not_retried_as_a_host_down(crawl, tmp_path):
+    # A 200 KB header line made Twisted's parser close the connection: the fetch failed as
+    # ConnectionDone, like a server that hung up, was retried and ended a dead letter.
+    huge = page_path(1)
+    site = Site("huge.test", pages=4, statuses={huge: (200, {"X-Huge": "a" * 200_000})})
+    not_http = NotHttpServer()
+    try:
+        with TestWeb([site]) as web:
+            other = f"http://127.0.0.1:{not_http.port}/"
+            (tmp_path / "seeds.txt").write_text(f"{web.url('huge.test')}\n{other}\n")
+            result = crawl(web, tmp_path, f"seeds={tmp_path / 'seeds.txt'}", CRAWL_ID="bad",
+                           NETWORK_ALLOW="127.0.0.0/8", **FAST)
+            fetches = len(web.hits("huge.test", huge))
+            letters = deadletters(web, tmp_path, "bad").stdout
+    finally:
+        not_http.close()
+    assert result.returncode == 0, result.log[-3000:]
+    assert fetches == 1 and not_http.answered == 1
+    assert result.log.count(f"Skipped {web.url('huge.test', huge)}: its response is not HTTP "
+                            "(HeaderLineTooLong: a header line longer than 16384 bytes)") == 1
+    assert result.log.count(f"Skipped {other}: its response is not HTTP (BadResponseVersion") == 1
+    assert result.stats["download/bad_response/HeaderLineTooLong"] == 1
+    assert result.stats["download/bad_response/BadResponseVersion"] == 1
+    assert "frontier/retries" not in result.stats and "frontier/dead_letters" not in result.stats
+    assert letters == "" and "Traceback" not in result.log
+    assert {r["url"] for r in result.records} == {web.url("huge.test", page_path(i)) for i in (0, 2, 3)}

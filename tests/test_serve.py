@@ -3,6 +3,7 @@ the API, on the embedded frontier and on Redis, against a loopback test web."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -270,3 +271,33 @@ def test_crawls_get_the_services_command_line_settings_but_not_its_token_or_logg
                       "LOG_FILE": "serve.log", "DEPTH_LIMIT": 3}, priority="cmdline")
     assert forwarded_settings(settings) == {"TWISTED_DNS_RESOLVER": "testweb.LoopbackResolver",
                                             "DEPTH_LIMIT": "3"}
+
+
+def answer(service: Service, method: str, path: str, body: bytes = b"") -> tuple[int, dict, dict]:
+    """(status, headers, JSON body) of one request on a connection of its own."""
+    connection = http.client.HTTPConnection("127.0.0.1", service.port, timeout=30)
+    try:
+        connection.request(method, path, body=body or None)
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), json.loads(response.read())
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(("method", "path", "allow"), [
+    # DELETE, PUT... got http.server's HTML 501 page, the API's other errors being JSON.
+    ("DELETE", "/crawls", "GET, HEAD, POST"),
+    ("PUT", "/crawls/20990101-000000-abcdef", "GET, HEAD"),
+    ("PATCH", "/crawls/20990101-000000-abcdef/stop", "POST"),
+    ("DELETE", "/pages", "GET, HEAD"),
+    ("POST", "/metrics", "GET, HEAD"),
+    ("OPTIONS", "/", "GET, HEAD"),
+])
+def test_a_method_a_path_does_not_take_is_a_json_405_naming_those_it_does(service, method, path, allow):
+    status, headers, error = answer(service, method, path, b'{"crawl_id": "x"}')
+    assert status == 405 and headers["Allow"] == allow
+    assert headers["Content-Type"].startswith("application/json")
+    assert error == {"error": f"{method} is not allowed on {path}; it takes {allow}"}
+    assert headers["Connection"] == "close"  # its body was not read
+    status, _, error = answer(service, "DELETE", "/nothing")
+    assert (status, error) == (404, {"error": "no endpoint /nothing"})

@@ -18,12 +18,20 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 
-def check_command_settings(settings: BaseSettings) -> None:
-    """The settings check of ``scrapy crawl`` for a command that reads a crawl's state or
-    pages: a bad value is a usage error naming it, not a traceback."""
+def check_command_settings(settings: BaseSettings, consequence: str = "") -> None:
+    """The settings check of every command: a bad value is a usage error naming it, not a
+    traceback. ``consequence`` follows the heading (``", nothing was fetched"``)."""
     problems = setting_problems(settings)
     if problems:
-        raise UsageError("bad setting(s):\n" + "\n".join(problems), print_help=False)
+        raise UsageError(f"bad setting(s){consequence}:\n" + "\n".join(problems), print_help=False)
+
+
+def check_redis(settings: BaseSettings, consequence: str = "") -> None:
+    """A usage error naming ``REDIS_URL`` (or ``REDIS_HOST``) when the crawl's Redis is set
+    and cannot be used (:func:`redis_problem`); ``consequence`` as for the settings."""
+    problem = redis_problem(settings) if uses_redis(settings) else None
+    if problem:
+        raise UsageError(f"Redis cannot be used{consequence}:\n  {problem}", print_help=False)
 
 
 def redis_crawl(args: list[str], settings: BaseSettings) -> tuple[str, RedisFrontier | ShardedRedisFrontier]:
@@ -32,9 +40,7 @@ def redis_crawl(args: list[str], settings: BaseSettings) -> tuple[str, RedisFron
         raise UsageError("give one crawl id")
     if not uses_redis(settings):
         raise UsageError("set REDIS_URL (-s REDIS_URL=redis://host:port/db)")
-    problem = redis_problem(settings)
-    if problem:
-        raise UsageError(f"Redis cannot be used:\n  {problem}", print_help=False)
+    check_redis(settings)
     return args[0], open_redis_frontier(redis_clients(settings), args[0])
 
 

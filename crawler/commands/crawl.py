@@ -8,10 +8,11 @@ from scrapy.commands import ScrapyHelpFormatter
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from crawler.config import SettingError, check_settings
-from crawler.frontier.connection import redis_problem, uses_redis
+from crawler.commands import check_command_settings, check_redis
 from crawler.spiders.arguments import ArgumentError, check_argument_names, check_arguments
 from crawler.spiders.web import WebSpider
+
+NOTHING_FETCHED = ", nothing was fetched"
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, ScrapyHelpFormatter):
@@ -33,13 +34,8 @@ class Command(ScrapyCrawlCommand):
                 + "\n".join(lines))
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        try:
-            check_settings(self.settings)
-        except SettingError as e:
-            raise UsageError(str(e), print_help=False) from None
-        problem = redis_problem(self.settings) if uses_redis(self.settings) else None
-        if problem:
-            raise UsageError(f"Redis cannot be used, nothing was fetched:\n  {problem}", print_help=False)
+        check_command_settings(self.settings, NOTHING_FETCHED)
+        check_redis(self.settings, NOTHING_FETCHED)
         if len(args) == 1 and self.crawler_process is not None:
             spidercls = self.crawler_process.spider_loader.load(args[0])
             if issubclass(spidercls, WebSpider):

@@ -78,7 +78,7 @@ class Command(ScrapyCommand):
         try:
             classes = parse_classes(opts.change)
         except ValueError as error:
-            raise UsageError(str(error)) from None
+            raise UsageError(f"--change {opts.change!r}: {error}") from None
         numbers = {
             "pages": opts.pages,
             "page-kb": opts.page_kb,

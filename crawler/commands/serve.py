@@ -14,7 +14,7 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.log import configure_logging
 
 from crawler import defaults
-from crawler.config import SettingError, check_settings
+from crawler.commands import check_command_settings
 from crawler.service.backends import LocalBackend, ScrapydBackend
 from crawler.service.server import ServiceServer
 from crawler.service.service import CrawlService
@@ -69,10 +69,7 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args:
             raise UsageError(f"unexpected argument(s): {' '.join(args)}")
-        try:
-            check_settings(self.settings)
-        except SettingError as error:
-            raise UsageError(str(error), print_help=False) from None
+        check_command_settings(self.settings)
         s = self.settings
         configure_logging(s)
         bind = opts.bind or s.get("SERVE_BIND", defaults.SERVE_BIND)

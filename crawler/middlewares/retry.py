@@ -1,7 +1,9 @@
-"""Transient failures go to the frontier's retry chain, not to Scrapy's immediate retry."""
+"""Transient failures go to the frontier's retry chain, not to Scrapy's immediate retry;
+responses that are not HTTP are skipped."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
@@ -11,12 +13,16 @@ from scrapy.utils.response import response_status_message
 from twisted.internet.error import DNSLookupError
 
 from crawler.frontier.codec import LEASE_META, mark_failed
+from crawler.net import bad_responses
 from crawler.net.resolver import installed
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
 
 class FrontierRetryMiddleware:
     """Downloader middleware in RetryMiddleware's place (the add-on turns Scrapy's off:
@@ -27,9 +33,15 @@ class FrontierRetryMiddleware:
     ``dont_retry``) is marked for the frontier's retry chain (``FRONTIER_RETRY_DELAYS``)
     and goes no further: the spider sees neither the error page nor the exception.
     Requests of other schedulers pass untouched. Stats: ``retry/failures/<status or exception>``.
+
+    A response that is not HTTP (a header line over 16 KiB, a malformed status line: a
+    parse error of Twisted's) shows that the host is up. The same bytes would come again, so
+    the URL is not retried: it is logged, counted in ``download/bad_response/<error>`` and
+    skipped as done.
     """
 
     def __init__(self, crawler: Crawler) -> None:
+        bad_responses.install()
         settings = crawler.settings
         self.stats = crawler.stats
         self.codes = {int(code) for code in settings.getlist("RETRY_HTTP_CODES")}
@@ -54,6 +66,12 @@ class FrontierRetryMiddleware:
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> None:
+        bad = bad_responses.bad_response(exception)
+        if bad is not None and LEASE_META in request.meta:
+            name = type(bad).__name__
+            self.stats.inc_value(f"download/bad_response/{name}")
+            logger.warning("Skipped %s: its response is not HTTP (%s: %s)", request.url, name, bad.args[0])
+            raise IgnoreRequest(f"{name}: {request.url} answered with something that is not HTTP")
         if isinstance(exception, self.exceptions) and self._ours(request):
             name = type(exception).__name__
             reason = f"{name}: {exception}"

@@ -27,14 +27,15 @@ def parse_classes(text: str) -> tuple[tuple[float, float], ...]:
     classes = []
     for part in text.split(","):
         share, _, days = part.strip().partition(":")
-        value = float(share.rstrip("%")) / (100 if share.endswith("%") else 1)
-        if not days or float(days) <= 0 or not 0 < value <= 1:
-            raise ValueError(f"change class {part.strip()!r}: want SHARE:DAYS, e.g. 10%:1")
-        classes.append((value, float(days)))
+        try:
+            value, interval = float(share.rstrip("%")) / (100 if share.endswith("%") else 1), float(days)
+        except ValueError:  # a share or a number of days that is no number
+            value = interval = math.nan
+        if not (interval > 0 and 0 < value <= 1):  # NaN fails both
+            raise ValueError(f"class {part.strip()!r}: want SHARE:DAYS, e.g. 10%:1")
+        classes.append((value, interval))
     if abs(sum(share for share, _ in classes) - 1) > 1e-6:
-        raise ValueError(
-            f"change classes {text!r}: shares add up to {sum(s for s, _ in classes):.0%}, not 100%"
-        )
+        raise ValueError(f"shares add up to {sum(s for s, _ in classes):.0%}, not 100%")
     return tuple(classes)
 
 

@@ -3,7 +3,8 @@
 Python's ``ThreadingHTTPServer``: the service process runs no crawl (each crawl is a child
 process or a scrapyd job), so it needs no reactor, and a thread per request keeps a slow
 client or store read from holding up the others. Errors are JSON ``{"error": "..."}``
-with a message that names the bad part, never a traceback.
+with a message that names the bad part, never a traceback; a method a path does not
+take (``DELETE /crawls``) is a 405 with an ``Allow`` header.
 """
 
 from __future__ import annotations
@@ -32,17 +33,44 @@ _STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
            "/dashboard.js": ("dashboard.js", "text/javascript; charset=utf-8"),
            "/dashboard.css": ("dashboard.css", "text/css; charset=utf-8")}
 _CONTENT_TYPES = {"html": "text/html; charset=utf-8", "text": "text/plain; charset=utf-8"}
+_READ = ("GET", "HEAD")
+
+
+def allowed_methods(path: str) -> tuple[str, ...] | None:
+    """The methods ``path`` answers; None: no such endpoint."""
+    match = _CRAWL.match(path)
+    if path == "/crawls":
+        return (*_READ, "POST")
+    if match:
+        return ("POST",) if match.group(2) == "/stop" else _READ
+    if path in ("/pages", "/metrics") or path in _STATIC:
+        return _READ
+    return None
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: ServiceServer
     protocol_version = "HTTP/1.1"
+    _body_read = False  # the request's body was read: the connection can serve the next one
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s %s", self.address_string(), format % args)
 
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
+    def __getattr__(self, name: str) -> Any:
+        """Every method goes through ``_handle`` (``do_DELETE``, ``do_PUT``...), so that one
+        no path takes is a JSON 405, not ``http.server``'s HTML 501."""
+        if name.startswith("do_"):
+            return self._handle
+        raise AttributeError(name)
+
+    def _send(self, status: int, body: bytes, content_type: str,
+              headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
+        if not self._body_read and (self.headers.get("Content-Length", "0") != "0"
+                                    or self.headers.get("Transfer-Encoding")):
+            self.send_header("Connection", "close")  # the unread body would be taken for the next request
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
@@ -50,12 +78,12 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def _json(self, status: int, value: object) -> None:
+    def _json(self, status: int, value: object, headers: dict[str, str] | None = None) -> None:
         self._send(status, json.dumps(value, ensure_ascii=False).encode("utf-8") + b"\n",
-                   "application/json; charset=utf-8")
+                   "application/json; charset=utf-8", headers)
 
-    def _error(self, status: int, message: str) -> None:
-        self._json(status, {"error": message})
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        self._json(status, {"error": message}, headers)
 
     def _authorized(self) -> bool:
         token = self.server.token
@@ -77,27 +105,26 @@ class _Handler(BaseHTTPRequestHandler):
                 for start in range(0, length, 65536):
                     self.rfile.read(min(65536, length - start))
             raise BadRequest(f"the body is {length} bytes; the limit is {self.server.max_body}")
+        self._body_read = True
         return self.rfile.read(length)
-
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_HEAD(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
 
     def _handle(self) -> None:
         parts = urlsplit(self.path)
         path = parts.path
+        allowed = allowed_methods(path)
+        self._body_read = False
         try:
-            if path in _STATIC and self.command != "POST":  # the dashboard's shell holds no data
+            if path in _STATIC and self.command in _READ:  # the dashboard's shell holds no data
                 name, content_type = _STATIC[path]
                 self._send(200, resources.files("crawler.service").joinpath("dashboard", name).read_bytes(),
                            content_type)
             elif not self._authorized():
                 self._error(401, "a valid 'Authorization: Bearer <SERVE_TOKEN>' header is required")
+            elif allowed is None:
+                self._error(404, f"no endpoint {path}")
+            elif self.command not in allowed:
+                self._error(405, f"{self.command} is not allowed on {path}; it takes {', '.join(allowed)}",
+                            {"Allow": ", ".join(allowed)})
             else:
                 self._route(path, parse_qs(parts.query, keep_blank_values=True))
         except BadRequest as error:
@@ -109,6 +136,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(500, f"{type(error).__name__}: {error}")
 
     def _route(self, path: str, query: dict[str, list[str]]) -> None:
+        """Answer ``path``, a method it takes."""
         service = self.server.service
         post = self.command == "POST"
         match = _CRAWL.match(path)
@@ -121,9 +149,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._error(502, f"the crawl could not start: {error}")
                 return
             self._json(201, {"crawl_id": crawl.crawl_id, "state": crawl.state})
-        elif path == "/crawls" and not post:
+        elif path == "/crawls":
             self._json(200, {"crawls": [service.describe(c) for c in service.registry.all()]})
-        elif match and post == (match.group(2) == "/stop"):
+        elif match:
             crawl_id, action = match.groups()
             if action == "/stop":
                 self._json(200, service.describe(service.stop_crawl(crawl_id)))
@@ -131,14 +159,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(200, service.activity(crawl_id))
             else:
                 self._json(200, service.describe(service.crawl(crawl_id)))
-        elif path == "/pages" and not post:
+        elif path == "/pages":
             self._page(query)
-        elif path == "/metrics" and not post:
+        else:  # /metrics
             self._send(200, metrics_text(service.metrics_rows), "text/plain; version=0.0.4; charset=utf-8")
-        elif path in ("/crawls", "/pages", "/metrics") or match or path in _STATIC:
-            self._error(405, f"{self.command} is not allowed on {path}")
-        else:
-            self._error(404, f"no endpoint {path}")
 
     def _page(self, query: dict[str, list[str]]) -> None:
         urls = query.get("url", [])
