@@ -111,3 +111,17 @@ def test_scrapy_plan_names_change_and_its_bad_value(change, said):
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and said in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("option", "value", "said"), [
+    # Before: "out of range: pages" without the option's dashes or value, and NaN passed.
+    ("--pages", "0", "--pages 0: must be above 0"),
+    ("--latency", "nan", "--latency nan: must be above 0"),
+    ("--workers", "-1", "--workers -1: must be 0 or more"),
+    ("--fp-rate", "1.5", "--fp-rate 1.5: must be between 0 and 1"),
+])
+def test_scrapy_plan_names_each_option_out_of_range_and_its_value(option, value, said):
+    done = subprocess.run([sys.executable, "-m", "scrapy", "plan", option, value],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and said in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

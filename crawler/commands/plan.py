@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -79,19 +80,17 @@ class Command(ScrapyCommand):
             classes = parse_classes(opts.change)
         except ValueError as error:
             raise UsageError(f"--change {opts.change!r}: {error}") from None
-        numbers = {
-            "pages": opts.pages,
-            "page-kb": opts.page_kb,
-            "latency": opts.latency,
-            "urls": opts.urls,
-            "url-bytes": opts.url_bytes,
-            "worker-rate": opts.worker_rate,
-        }
-        bad = [name for name, value in numbers.items() if value <= 0]
-        if opts.workers < 0 or opts.dns_ttl < 0:
-            bad.append("workers or dns-ttl")
-        if bad or opts.gap_factor < 0 or opts.min_gap < 0 or not 0 < opts.fp_rate < 1:
-            raise UsageError(f"out of range: {', '.join(bad) or 'gap-factor, min-gap or fp-rate'}")
+        checks = [(f"--{name}", value, value > 0, "above 0") for name, value in (
+            ("pages", opts.pages), ("page-kb", opts.page_kb), ("latency", opts.latency), ("urls", opts.urls),
+            ("url-bytes", opts.url_bytes), ("worker-rate", opts.worker_rate))]
+        checks += [(f"--{name}", value, 0 <= value < math.inf, "0 or more") for name, value in (
+            ("workers", opts.workers), ("dns-ttl", opts.dns_ttl), ("gap-factor", opts.gap_factor),
+            ("min-gap", opts.min_gap))]
+        checks.append(("--fp-rate", opts.fp_rate, 0 < opts.fp_rate < 1, "between 0 and 1"))
+        bad = [f"{option} {value:g}: must be {wanted}" for option, value, ok, wanted in checks
+               if not ok or math.isnan(value)]
+        if bad:
+            raise UsageError("out of range: " + "; ".join(bad))
         target = Target(
             pages=opts.pages,
             classes=classes,
