@@ -13,7 +13,7 @@ from crawler.frontier.api import Fetch, fetch_seconds_counts
 from crawler.frontier.cluster import ClusterFrontier
 from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.embedded_store import read_counts
-from crawler.frontier.policy import PriorityLevels
+from crawler.frontier.policy import PriorityLevels, RetryPolicy
 from crawler.frontier.redis import RedisFrontier
 from crawler.frontier.sharded import ShardedRedisFrontier
 
@@ -66,6 +66,52 @@ def test_a_silent_workers_leases_go_back_at_the_next_beat_of_another(redis_url):
     assert not dead.ack(held.fp, held.token)  # the dead worker's lease is gone
     assert alive.ack(mine.fp, mine.token) and alive.ack(again.fp, again.token)
     assert not alive.has_pending() and alive.counters["workers/lost"] == 1
+
+
+RETRY = RetryPolicy((5.0, 20.0))
+
+
+def test_leaving_queues_again_what_is_still_leased(make_frontier):
+    f = make_frontier()
+    f.add([entry("http://a.test/1"), entry("http://b.test/1")])
+    held = claim(f, 0.0)
+    finish(f, claim(f, 0.0), 0.0)
+    assert f.leave(1.0, RETRY) == 1
+    again = claim(f, 1.0)
+    assert (again.fp, again.host) == (held.fp, held.host)
+    finish(f, again, 1.0)
+    assert not f.has_pending()
+
+
+def test_leaving_keeps_a_held_hosts_hold_and_its_run_of_unanswered_fetches(make_frontier):
+    f = make_frontier()
+    f.add([entry(f"http://down.test/{i}") for i in range(3)])
+    first = claim(f, 0.0)
+    assert f.unanswered("down.test") == 1
+    f.fetched_many([Fetch(first.fp, first.token, 0.0, 0.01, None, hold_until=5.0)])
+    assert f.leave(1.0, RETRY) == 1  # left before its retry was written: the hold stands
+    assert f.next(4.0) == pytest.approx(1.0)
+    probe = claim(f, 5.0)
+    assert f.leave(6.0, RETRY) == 1  # the probe given back unreported: held 5 s again
+    assert f.next(10.0) == pytest.approx(1.0)
+    assert f.unanswered("down.test") == 2  # no probe counted for it
+    assert claim(f, 11.0).host == probe.host
+
+
+def test_a_worker_that_leaves_gives_its_leases_back_at_once(redis_url):
+    client = redis.Redis.from_url(redis_url)
+    going = RedisFrontier(client, "leave", worker_id="going", worker_timeout=15)
+    staying = RedisFrontier(client, "leave", worker_id="staying", worker_timeout=15)
+    going.add([entry("http://a.test/1")])
+    assert going.heartbeat(100.0) == [] and staying.heartbeat(100.0) == []
+    held = claim(going, 100.0)
+    assert staying.next(101.0) is None
+    assert going.leave(101.0, RETRY) == 1
+    again = claim(staying, 101.0)  # not 15 s later: its host free, its URL queued again
+    assert (again.fp, again.host) == (held.fp, held.host)
+    assert staying.ack(again.fp, again.token) and not staying.has_pending()
+    assert staying.heartbeat(200.0) == []  # gone, not dead
+    assert "workers/lost" not in staying.counters
 
 
 def test_two_processes_cannot_share_one_embedded_crawl_state(tmp_path):

@@ -6,7 +6,15 @@ from email.utils import formatdate
 
 import pytest
 
-from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels, parse_retry_after
+from crawler.frontier.policy import (
+    HostBudget,
+    HostTimes,
+    PolitenessPolicy,
+    PriorityLevels,
+    RetryPolicy,
+    allowed_after_leave,
+    parse_retry_after,
+)
 
 POLICY = PolitenessPolicy(min_delay=1.0, delay_factor=10.0, max_delay=30.0, backoff_max=3600.0)
 
@@ -144,3 +152,11 @@ def test_a_demoted_host_keeps_what_it_fetched_plus_a_margin_under_the_crawl_budg
     assert HostBudget(45).demoted_left(40, 10) == 5
     assert HostBudget(0).demoted_left(3, 0) == 1  # never less than one more
     assert HostBudget(45).demoted_left(20, 10) == 10  # demoted again later: the margin again
+
+
+def test_a_fetch_given_back_unreported_holds_its_host_as_after_a_fetch_and_never_sooner():
+    retry = RetryPolicy((5.0, 20.0))
+    assert [retry.hold_again(n) for n in (0, 1, 2, 3)] == [0.0, 5.0, 20.0, 20.0]
+    assert allowed_after_leave(30.0, 10.0, False, 2.0, 5.0) == 30.0  # reported: its hold stands
+    assert allowed_after_leave(0.0, 10.0, True, 2.0, 5.0) == 15.0  # the probe may have gone out
+    assert allowed_after_leave(40.0, 10.0, True, 2.0, 5.0) == 40.0  # never brought forward

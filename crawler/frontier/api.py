@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from crawler.frontier.policy import PolitenessPolicy
+from crawler.frontier.policy import PolitenessPolicy, RetryPolicy
 
 
 @dataclass
@@ -196,6 +196,14 @@ class Frontier(Protocol):
     def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
         """This worker is alive. Ends the leases of workers silent for longer than the
         worker timeout (``reap`` then queues them); (worker, leases, seconds silent) each."""
+
+    def leave(self, now: float, retry: RetryPolicy) -> int:
+        """This worker stops cleanly: the leases it still holds end now and their URLs are
+        queued again, for the workers that go on or the next run, without waiting out the
+        worker timeout; it is no longer among the live workers. A host keeps its hold: its
+        next allowed time is never brought forward, and a fetch given back unreported holds
+        it as after a fetch (``allowed_after_leave``; ``retry`` gives a held host's hold).
+        Its run of unanswered fetches is left as it is. Returns how many."""
 
     # ---- host state
     def set_politeness_key(self, name: str, key: str) -> None:

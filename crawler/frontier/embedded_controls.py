@@ -1,12 +1,14 @@
 """The embedded frontier's controls of one host: its politeness key, a hold until a time, its
-Crawl-delay, its demotion (and the budget drop it may cause), and its counts."""
+Crawl-delay, its demotion (and the budget drop it may cause), its counts, and what a leaving
+worker gives back to it."""
 
 from __future__ import annotations
 
 import logging
 
 from crawler.frontier.embedded_hosts import Group, Host
-from crawler.frontier.embedded_store import DONE, QUEUED
+from crawler.frontier.embedded_store import DONE, QUEUED, signed
+from crawler.frontier.policy import RetryPolicy, allowed_after_leave
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +34,20 @@ class HostControls:
             group.busy, old.busy = group.busy + old.busy, 0  # its own group: only its fetch
         host.held = False
         self._schedule(host)
+
+    def leave(self, now: float, retry: RetryPolicy) -> int:
+        """The leases still held are queued again now (as the next run would on open); each
+        host keeps its hold (``allowed_after_leave``). Returns how many."""
+        leases = list(self._leases.items())
+        for fp, lease in leases:
+            host = self._hosts[lease.host]
+            group = host.group
+            group.next_allowed = allowed_after_leave(group.next_allowed, now, lease.fetching,
+                                                     group.times.last_gap, retry.hold_again(host.unanswered))
+            self.db.execute("UPDATE hosts SET next_allowed = ? WHERE id = ?", (group.next_allowed, host.id))
+            row = self.db.execute("SELECT request FROM urls WHERE fp = ?", (signed(fp),)).fetchone()
+            self.requeue(fp, lease.token, row[0])
+        return len(leases)
 
     def _drop_queued(self, host: Host) -> None:
         """A host over its page budget: its queued URLs are dropped (kept as seen)."""

@@ -265,6 +265,15 @@ class RetryPolicy:
             return max(self.delays[0], self.confirm_after)
         return self.delays[attempts - 1] if 1 <= attempts <= len(self.delays) else None
 
+    def hold_again(self, unanswered: int) -> float:
+        """The hold of a host in a run of ``unanswered`` fetches with no answer (the hold
+        ``FailureChain`` gave it after the last of them), for its probe given back unreported
+        when a worker leaves: the host is held as long again, no more (it is no new probe)
+        and no less (the probe may have gone out); 0 for a host that answers."""
+        if unanswered <= 0 or not self.delays:
+            return 0.0
+        return self.delays[min(unanswered, len(self.delays)) - 1]
+
     @classmethod
     def parse(cls, value: str | list | tuple,
               confirm_after: float = defaults.DNS_NEGATIVE_TTL) -> RetryPolicy:
@@ -278,3 +287,15 @@ class RetryPolicy:
         if not all(0 <= d < math.inf for d in delays):  # NaN too: float() reads "nan"
             raise ValueError(f"FRONTIER_RETRY_DELAYS must be numbers >= 0: {value!r}")
         return cls(delays, confirm_after)
+
+
+def allowed_after_leave(next_allowed: float, now: float, unreported: bool, last_gap: float,
+                        hold: float) -> float:
+    """When a host may be fetched again once a leaving worker gives back its lease of it
+    (``Frontier.leave``). Its URL goes back to its queue and its hold stands: a host's next
+    allowed time is never brought forward. A fetch that was claimed and never reported may
+    have gone out: the host waits as after a fetch, its last gap (its backoff in it) and its
+    hold again (``RetryPolicy.hold_again``), from now."""
+    if not unreported:
+        return next_allowed
+    return max(next_allowed, now + max(last_gap, hold))

@@ -35,7 +35,14 @@ from redis import Redis
 
 from crawler.frontier import redis_scripts as scripts
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
-from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
+from crawler.frontier.policy import (
+    HostBudget,
+    HostTimes,
+    PolitenessPolicy,
+    PriorityLevels,
+    RetryPolicy,
+    allowed_after_leave,
+)
 from crawler.frontier.redis_reporting import RedisReporting
 from crawler.frontier.redis_seen import BloomGeometry, seen_bucket_bits
 from crawler.frontier.upkeep import beat_interval
@@ -313,6 +320,17 @@ class RedisFrontier(RedisReporting):
         found = self._run("heartbeat", now, self.worker_id, self.worker_timeout,
                           self.worker_timeout - interval, 2 * interval)
         return [(w.decode(), int(n), float(silent)) for w, n, silent in found]
+
+    def leave(self, now: float, retry: RetryPolicy) -> int:
+        """Two scripts: one reads this worker's leases as Redis holds them (after a failover,
+        some this worker no longer knows of), the policy decides each host's allowed time here,
+        and one gives back each lease still held as read."""
+        triples = []
+        for fp, token, fetching, unanswered, next_allowed, last_gap in self._run("leaving", self.worker_id):
+            allowed = allowed_after_leave(float(next_allowed), now, fetching == b"1", float(last_gap),
+                                          retry.hold_again(int(unanswered)))
+            triples += [fp, token, allowed]
+        return int(self._run("leave", self.worker_id, *triples))
 
     def set_politeness_key(self, name: str, key: str) -> None:
         self._run("key", name, key, "key")

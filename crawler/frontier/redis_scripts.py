@@ -34,6 +34,8 @@ REVISIT = script("revisit.lua")
 DEAD_HOST = script("dead_host.lua")
 REQUEUE_DEAD = script("requeue_dead.lua")
 HEARTBEAT = script("heartbeat.lua")
+LEAVING = script("leaving.lua")
+LEAVE = script("leave.lua")
 KEY = script("key.lua")
 DEMOTE = script("demote.lua")
 FORCE = script("force.lua")
@@ -45,6 +47,7 @@ def bodies(bloom: bool) -> dict[str, str]:
     seen set's with ``bloom``)."""
     return {"add": ADD_BLOOM if bloom else ADD, "claim": CLAIM, "times": TIMES, "fetched": FETCHED,
             "ack": ACK,
-            "requeue": REQUEUE, "reap": REAP, "key": KEY, "heartbeat": HEARTBEAT, "due": DUE,
+            "requeue": REQUEUE, "reap": REAP, "key": KEY, "heartbeat": HEARTBEAT, "leaving": LEAVING,
+            "leave": LEAVE, "due": DUE,
             "requeue_dead": REQUEUE_DEAD, "revisit": REVISIT, "dead_host": DEAD_HOST, "demote": DEMOTE,
             "force": FORCE, "unanswered": UNANSWERED}

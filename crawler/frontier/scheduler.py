@@ -203,6 +203,8 @@ class FrontierScheduler(BaseScheduler):
         if await outbox.drain():
             self._upkeeping = False
             await self._housekeeping()
+            # The leases still held go back now, for the workers that go on (holds kept).
+            await self.link.run(self.frontier.leave, time.time(), self.retry)
             if not self.persist and not isinstance(self.frontier, EmbeddedFrontier):
                 await self.link.run(self._forget_if_finished)
         else:

@@ -11,7 +11,7 @@ from typing import TypeVar
 from redis import Redis, RedisCluster, RedisError
 
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
-from crawler.frontier.policy import plan_claims
+from crawler.frontier.policy import RetryPolicy, plan_claims
 from crawler.frontier.redis import RedisFrontier, default_worker_id
 
 T = TypeVar("T")
@@ -191,6 +191,9 @@ class ShardedRedisFrontier:
                 held, _ = found.get(worker, (0, 0.0))
                 found[worker] = (held + leases, silent)
         return [(worker, held, silent) for worker, (held, silent) in found.items()]
+
+    def leave(self, now: float, retry: RetryPolicy) -> int:
+        return sum(self._over_all(lambda shard: shard.leave(now, retry), partial=True))
 
     def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
         shard, local = self._by_token(token)

@@ -134,7 +134,7 @@ local function end_lease(fp, l, host, fetching, worker)
   if fetching == '1' then release(redis.call('HGET', P .. 'host:' .. host, 'group'), host) end
 end
 local function end_worker(worker)
-  -- a worker is gone (silent): its leases end now, so the reap that follows queues
+  -- a worker is gone (silent, or it left): its leases end now, so the reap that follows queues
   -- their URLs again and frees their hosts, and it is listed no more; returns how many it held
   local w = P .. 'worker:' .. worker
   local fps = redis.call('SMEMBERS', w)
