@@ -24,7 +24,7 @@ def test_a_host_is_never_leased_twice_at_once(make_frontier):
     first, second = claim(f, 0.0), claim(f, 0.0)
     assert {first.host, second.host} == {"a.test", "b.test"}
     assert f.next(0.0) is None  # a.test busy, b.test empty: nothing to give, not drained
-    assert f.has_pending()
+    assert f.has_pending() and f.pending_counts() == (1, 2, 0, 0)
 
 
 def test_gap_after_a_fetch_follows_the_policy(make_frontier):
@@ -82,6 +82,7 @@ def test_a_retry_waits_its_delay_durably_and_then_is_queued_again(make_frontier,
     assert f.retry_later(c.fp, c.token, '{"url": "http://a.test/1", "attempt": 1}', due=60.0)
     assert not f.retry_later(c.fp, c.token, c.request, due=60.0)  # its lease has ended
     assert f.has_pending() and f.waiting == 1 and f.queued == 1
+    assert f.pending_counts() == (1, 0, 1, 0)  # queued, leased, waiting, revisits at one read
     other = claim(f, 10.0)  # the host is free for its other URLs meanwhile
     finish(f, other, 10.0)
     assert f.due_retries(59.0) == 0 and f.next(59.0) is None
@@ -110,6 +111,7 @@ def test_a_revisit_keeps_the_url_done_until_it_is_due_then_queues_it_again(make_
     finish(f, second, 10.0)
     # Only a revisit is left: this pass is finished, and the seen set still says seen.
     assert not f.has_pending() and f.revisits == 1 and f.done_count() == 2
+    assert f.pending_counts() == (0, 0, 0, 1)
     assert f.add([entry("http://a.test/1")]) == [False]
     assert f.next_revisit() == 100.0 and f.revisit_at(first.fp, "a.test") == (100.0, 0.0)
     assert f.revisit_at(second.fp, "a.test") is None

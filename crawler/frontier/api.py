@@ -246,6 +246,10 @@ class Frontier(Protocol):
     def waiting(self) -> int:
         """URLs waiting for their retry."""
 
+    def pending_counts(self) -> tuple[int, int, int, int]:
+        """(queued, leased, waiting, revisits), read at one instant: read one by one, a URL
+        moving from one to another in between could be missed and the crawl look empty."""
+
     def has_pending(self) -> bool:
         """URLs queued, leased or waiting: the crawl is not finished."""
 

@@ -173,6 +173,14 @@ class ClusterFrontier(ShardedRedisFrontier):
     def revisits(self) -> int:
         return self._pending_sum(lambda shard: shard.revisits)
 
+    def pending_counts(self) -> tuple[int, int, int, int]:
+        """Summed over the shards that answer, each read at one instant, plus one of each for
+        a shard that does not (as ``_pending_sum``)."""
+        answers = self._each({index: shard.pending_counts for index, shard in enumerate(self.shards)},
+                             partial=True)
+        away = len(self.shards) - len(answers)
+        return tuple(sum(column) + away for column in zip(*answers.values(), (0, 0, 0, 0), strict=True))
+
     def has_pending(self) -> bool:
         return bool(self._pending_sum(lambda shard: int(shard.has_pending())))
 

@@ -359,8 +359,11 @@ class EmbeddedFrontier(HostControls, ParkedUrls):
     def leased(self) -> int:
         return len(self._leases)
 
+    def pending_counts(self) -> tuple[int, int, int, int]:
+        return self.queued, len(self._leases), self.waiting, self.revisits  # one thread: one instant
+
     def has_pending(self) -> bool:
-        return bool(self.queued or self._leases or self.waiting)
+        return any(self.pending_counts()[:3])
 
     def done_count(self) -> int:
         return self.db.execute("SELECT count(*) FROM urls WHERE state IN (?, ?)",

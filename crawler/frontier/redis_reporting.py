@@ -36,8 +36,12 @@ class RedisReporting:
     def leased(self) -> int:
         return int(self.redis.zcard(self.prefix + "leases"))
 
+    def pending_counts(self) -> tuple[int, int, int, int]:
+        queued, leased, waiting, revisits = self._run("counts")
+        return int(queued), int(leased), int(waiting), int(revisits)
+
     def has_pending(self) -> bool:
-        return bool(self.queued or self.leased or self.waiting)
+        return any(self.pending_counts()[:3])
 
     def done_count(self) -> int:
         seen = int(self.redis.hget(self.prefix + "counters", "seen") or 0)

@@ -34,6 +34,7 @@ REVISIT = script("revisit.lua")
 DEAD_HOST = script("dead_host.lua")
 REQUEUE_DEAD = script("requeue_dead.lua")
 HEARTBEAT = script("heartbeat.lua")
+COUNTS = script("counts.lua")
 LEAVING = script("leaving.lua")
 LEAVE = script("leave.lua")
 KEY = script("key.lua")
@@ -47,7 +48,7 @@ def bodies(bloom: bool) -> dict[str, str]:
     seen set's with ``bloom``)."""
     return {"add": ADD_BLOOM if bloom else ADD, "claim": CLAIM, "times": TIMES, "fetched": FETCHED,
             "ack": ACK,
-            "requeue": REQUEUE, "reap": REAP, "key": KEY, "heartbeat": HEARTBEAT, "leaving": LEAVING,
+            "requeue": REQUEUE, "reap": REAP, "key": KEY, "heartbeat": HEARTBEAT, "counts": COUNTS, "leaving": LEAVING,
             "leave": LEAVE, "due": DUE,
             "requeue_dead": REQUEUE_DEAD, "revisit": REVISIT, "dead_host": DEAD_HOST, "demote": DEMOTE,
             "force": FORCE, "unanswered": UNANSWERED}

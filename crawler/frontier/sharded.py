@@ -287,6 +287,10 @@ class ShardedRedisFrontier:
     def leased(self) -> int:
         return sum(self._over_all(lambda shard: shard.leased))
 
+    def pending_counts(self) -> tuple[int, int, int, int]:
+        """Summed over the shards, each read at one instant (a URL stays on its host's shard)."""
+        return tuple(map(sum, zip(*self._over_all(lambda shard: shard.pending_counts()), strict=True)))
+
     def has_pending(self) -> bool:
         return any(self._over_all(lambda shard: shard.has_pending()))
 

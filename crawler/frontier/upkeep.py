@@ -33,7 +33,7 @@ class Counts:
 
     @classmethod
     def read(cls, frontier: Frontier) -> Counts:
-        return cls(frontier.queued, frontier.leased, frontier.waiting, frontier.revisits)
+        return cls(*frontier.pending_counts())
 
 
 @dataclass
