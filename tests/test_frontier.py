@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from frontier_cases import claim, entry, finish
 
-from crawler.frontier.api import Fetch, Revisit
+from crawler.frontier.api import Claim, Fetch, Revisit
 from crawler.frontier.policy import HostBudget
 
 
@@ -170,6 +170,35 @@ def test_a_host_given_up_has_its_queued_urls_dead_lettered_and_no_others(make_fr
         ("dead.test", "ConnectionRefusedError: refused", 5.0)}
     assert claim(f, 0.0).host == "live.test"
     assert f.requeue_dead(letters[0], letters[0].request) and f.host_queued("dead.test") == 1
+
+
+def test_a_host_given_up_takes_its_retries_still_waiting_along(make_frontier, tmp_path):
+    # Before, only its queued URLs: a retry left waiting was queued later and probed the host again.
+    path = tmp_path / "f.sqlite"
+    f = make_frontier(path=path)
+    f.add([entry("http://dead.test/1"), entry("http://dead.test/2"), entry("http://live.test/")])
+    c = claim(f, 0.0)
+    if c.host != "dead.test":
+        finish(f, c, 0.0)
+        c = claim(f, 0.0)
+    f.fetched(c.fp, c.token, 0.0, 0.01, None)
+    assert f.retry_later(c.fp, c.token, c.request, due=60.0)
+    assert f.dead_letter_host("dead.test", "TCPTimedOutError", 5.0) == 2
+    assert f.waiting == 0 and f.counters["dead_letters"] == 2
+    assert sorted(d.request for d in f.dead_letters() if d.host == "dead.test") == [
+        "http://dead.test/1", "http://dead.test/2"]
+    assert f.due_retries(60.0) == 0
+    if make_frontier.backend == "embedded":  # and after a restart
+        f.close()
+        f = make_frontier(path=path)
+        assert f.waiting == 0 and f.due_retries(60.0) == 0
+    for _ in range(3):  # live.test's one URL, and nothing of dead.test
+        c = f.next(1000.0)
+        if not isinstance(c, Claim):
+            break
+        assert c.host == "live.test"
+        finish(f, c, 1000.0)
+    assert not f.has_pending()
 
 
 def test_a_forced_add_queues_a_done_url_again_but_never_twice(make_frontier):

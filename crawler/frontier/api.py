@@ -161,7 +161,8 @@ class Frontier(Protocol):
 
     def dead_letter_host(self, name: str, error: str, now: float) -> int:
         """Host ``name`` is given up (it never answered through the retry chain): every URL
-        of it that is queued becomes a dead letter with ``error``; how many."""
+        of it that is queued or waiting for its retry becomes a dead letter with ``error``
+        (a retry left waiting would probe the host once more); how many."""
 
     # ---- revisits (freshness): a URL done is kept, with its request, until it falls due
     def revisit_many(self, revisits: list[Revisit]) -> list[bool]:

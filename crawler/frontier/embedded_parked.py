@@ -106,13 +106,19 @@ class ParkedUrls:
 
     def dead_letter_host(self, name: str, error: str, now: float) -> int:
         host = self._hosts.get(name)
-        if host is None or not any(host.queued):
+        if host is None:
             return 0
         self.db.execute("INSERT OR REPLACE INTO dead_letters (fp, error, at) SELECT fp, ?, ? FROM urls "
-                        "WHERE host_id = ? AND state = ?", (error, now, host.id, QUEUED))
+                        "WHERE host_id = ? AND state IN (?, ?)", (error, now, host.id, QUEUED, WAITING))
+        self.db.execute("DELETE FROM waiting WHERE fp IN (SELECT fp FROM urls WHERE host_id = ? AND state = ?)",
+                        (host.id, WAITING))
         dead = self.db.execute("UPDATE urls SET state = ? WHERE host_id = ? AND state = ?",
                                (DEAD, host.id, QUEUED)).rowcount
+        waited = self.db.execute("UPDATE urls SET state = ? WHERE host_id = ? AND state = ?",
+                                 (DEAD, host.id, WAITING)).rowcount
         self.queued -= sum(host.queued)
+        self.waiting -= waited
         host.queued = [0] * len(host.queued)
-        self.count("dead_letters", dead)
-        return dead
+        if dead + waited:
+            self.count("dead_letters", dead + waited)
+        return dead + waited

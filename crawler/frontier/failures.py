@@ -108,8 +108,8 @@ class FailureChain:
             self.stats.inc_value("frontier/dead_letters", dead)
             if host not in self.given_up:
                 self.given_up.add(host)
-                logger.warning("Host %s given up after its last try (%s): its %d queued URLs are dead "
-                               "letters too", host, reason, dead)
+                logger.warning("Host %s given up after its last try (%s): its %d URLs queued or waiting "
+                               "for a retry are dead letters too", host, reason, dead)
 
         self.write("dead_letter_host", host, reason, now).addCallback(given_up)
 

@@ -1,8 +1,21 @@
--- ARGV[3] host, ARGV[4] error, ARGV[5] now: every queued URL of the host becomes a dead
--- letter with that error; how many
+-- ARGV[3] host, ARGV[4] error, ARGV[5] now: every queued URL of the host, and every one
+-- waiting for its retry, becomes a dead letter with that error; how many
 local host = ARGV[3]
 local h = P .. 'host:' .. host
 local dead = 0
+local hw = P .. 'hwait:' .. host
+local waited = 0
+for _, fp in ipairs(redis.call('SMEMBERS', hw)) do
+  local r = P .. 'retry:' .. fp
+  local level, request = unpack(redis.call('HMGET', r, 'level', 'request'))
+  if redis.call('ZREM', P .. 'waiting', fp) == 1 then
+    redis.call('HSET', P .. 'dead', fp, cjson.encode({host, tonumber(level), request, ARGV[4], tonumber(ARGV[5])}))
+    redis.call('DEL', r)
+    waited = waited + 1
+  end
+end
+redis.call('DEL', hw)
+redis.call('HINCRBY', P .. 'counters', 'dead_letters', waited)
 for level = 0, LEVELS - 1 do
   local q = P .. 'q:' .. host .. ':' .. level
   for _, item in ipairs(redis.call('LRANGE', q, 0, -1)) do
@@ -18,4 +31,4 @@ if dead > 0 then
   redis.call('HINCRBY', P .. 'counters', 'dead_letters', dead)
   unready(host)
 end
-return dead
+return dead + waited

@@ -8,6 +8,7 @@ for _, fp in ipairs(due) do
   enqueue(host, level, fp, request)
   redis.call('DEL', r)
   redis.call('ZREM', set, fp)
+  redis.call('SREM', P .. 'hwait:' .. host, fp)
   schedule(host)
 end
 return #due

@@ -11,6 +11,7 @@ if ARGV[5] == '1' then
 elseif ARGV[5] == '2' then
   redis.call('ZADD', P .. 'waiting', tonumber(ARGV[7]), fp)
   redis.call('HSET', P .. 'retry:' .. fp, 'host', host, 'level', level, 'request', ARGV[6])
+  redis.call('SADD', P .. 'hwait:' .. host, fp)  -- a host given up takes its retries along
 elseif ARGV[5] == '3' then
   redis.call('HSET', P .. 'dead', fp,
              cjson.encode({host, tonumber(level), ARGV[6], ARGV[7], tonumber(ARGV[8])}))
