@@ -112,13 +112,12 @@ class ParkedUrls:
                         "WHERE host_id = ? AND state IN (?, ?)", (error, now, host.id, QUEUED, WAITING))
         self.db.execute("DELETE FROM waiting WHERE fp IN (SELECT fp FROM urls WHERE host_id = ? AND state = ?)",
                         (host.id, WAITING))
-        dead = self.db.execute("UPDATE urls SET state = ? WHERE host_id = ? AND state = ?",
-                               (DEAD, host.id, QUEUED)).rowcount
-        waited = self.db.execute("UPDATE urls SET state = ? WHERE host_id = ? AND state = ?",
-                                 (DEAD, host.id, WAITING)).rowcount
-        self.queued -= sum(host.queued)
-        self.waiting -= waited
+        dead = self.db.execute("UPDATE urls SET state = ? WHERE host_id = ? AND state IN (?, ?)",
+                               (DEAD, host.id, QUEUED, WAITING)).rowcount
+        queued = sum(host.queued)
+        self.queued -= queued
+        self.waiting -= dead - queued
         host.queued = [0] * len(host.queued)
-        if dead + waited:
-            self.count("dead_letters", dead + waited)
-        return dead + waited
+        if dead:
+            self.count("dead_letters", dead)
+        return dead

@@ -133,6 +133,10 @@ local function end_lease(fp, l, host, fetching, worker)
   redis.call('ZREM', P .. 'leases', fp)
   if fetching == '1' then release(redis.call('HGET', P .. 'host:' .. host, 'group'), host) end
 end
+local function bury(fp, host, level, request, error, at)
+  -- a dead letter, as dead_letters reads it back (DeadLetter); the caller counts it
+  redis.call('HSET', P .. 'dead', fp, cjson.encode({host, tonumber(level), request, error, tonumber(at)}))
+end
 local function end_worker(worker)
   -- a worker is gone (silent, or it left): its leases end now, so the reap that follows queues
   -- their URLs again and frees their hosts, and it is listed no more; returns how many it held

@@ -9,18 +9,17 @@ for _, fp in ipairs(redis.call('SMEMBERS', hw)) do
   local r = P .. 'retry:' .. fp
   local level, request = unpack(redis.call('HMGET', r, 'level', 'request'))
   if redis.call('ZREM', P .. 'waiting', fp) == 1 then
-    redis.call('HSET', P .. 'dead', fp, cjson.encode({host, tonumber(level), request, ARGV[4], tonumber(ARGV[5])}))
+    bury(fp, host, level, request, ARGV[4], ARGV[5])
     redis.call('DEL', r)
     waited = waited + 1
   end
 end
 redis.call('DEL', hw)
-redis.call('HINCRBY', P .. 'counters', 'dead_letters', waited)
 for level = 0, LEVELS - 1 do
   local q = P .. 'q:' .. host .. ':' .. level
   for _, item in ipairs(redis.call('LRANGE', q, 0, -1)) do
     local fp, request = entry(item)
-    redis.call('HSET', P .. 'dead', fp, cjson.encode({host, level, request, ARGV[4], tonumber(ARGV[5])}))
+    bury(fp, host, level, request, ARGV[4], ARGV[5])
     dead = dead + 1
   end
   redis.call('DEL', q)
@@ -28,7 +27,7 @@ for level = 0, LEVELS - 1 do
 end
 if dead > 0 then
   redis.call('HINCRBY', P .. 'counters', 'queued', -dead)
-  redis.call('HINCRBY', P .. 'counters', 'dead_letters', dead)
   unready(host)
 end
+if dead + waited > 0 then redis.call('HINCRBY', P .. 'counters', 'dead_letters', dead + waited) end
 return dead + waited

@@ -13,8 +13,7 @@ elseif ARGV[5] == '2' then
   redis.call('HSET', P .. 'retry:' .. fp, 'host', host, 'level', level, 'request', ARGV[6])
   redis.call('SADD', P .. 'hwait:' .. host, fp)  -- a host given up takes its retries along
 elseif ARGV[5] == '3' then
-  redis.call('HSET', P .. 'dead', fp,
-             cjson.encode({host, tonumber(level), ARGV[6], ARGV[7], tonumber(ARGV[8])}))
+  bury(fp, host, level, ARGV[6], ARGV[7], ARGV[8])
   redis.call('HINCRBY', P .. 'counters', 'dead_letters', 1)
 end
 end_lease(fp, l, host, fetching, worker)
