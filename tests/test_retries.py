@@ -79,8 +79,11 @@ def test_a_poison_page_ends_as_a_dead_letter_and_can_be_requeued(crawl, tmp_path
     assert again.returncode == 0 and refetched == 4  # a fresh chain, failing again
 
 
-class SilentServer:
-    """Accepts connections on a loopback port and never answers."""
+class LoopbackSocketServer:
+    """A raw server on a free loopback port: each connection it accepts (at most ``limit``)
+    goes to ``serve``; ``close`` closes the port and the connections ``serve`` kept."""
+
+    limit = 100
 
     def __init__(self) -> None:
         self.sock = socket.create_server(("127.0.0.1", 0))
@@ -89,17 +92,27 @@ class SilentServer:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
-        for _ in range(100):  # bounded
+        for _ in range(self.limit):  # bounded
             try:
                 connection, _ = self.sock.accept()
             except OSError:
                 return
-            self.held.append(connection)
+            self.serve(connection)
+
+    def serve(self, connection: socket.socket) -> None:
+        raise NotImplementedError
 
     def close(self) -> None:
         self.sock.close()
         for connection in self.held:
             connection.close()
+
+
+class SilentServer(LoopbackSocketServer):
+    """Accepts connections and never answers."""
+
+    def serve(self, connection: socket.socket) -> None:
+        self.held.append(connection)
 
 
 def test_hosts_that_refuse_stall_or_do_not_exist_are_held_whole_then_dead_lettered(crawl, tmp_path):
@@ -181,28 +194,17 @@ def test_workers_of_a_redis_crawl_share_one_hold_per_host(tmp_path):
     assert urls == sorted(seeds[1:]), letters.stderr
 
 
-class NotHttpServer:
-    """Answers every connection on a loopback port with a status line that is not HTTP."""
+class NotHttpServer(LoopbackSocketServer):
+    """Answers every connection with a status line that is not HTTP."""
 
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.answered = 0
-        threading.Thread(target=self._answer, daemon=True).start()
+    limit = 20
+    answered = 0
 
-    def _answer(self) -> None:
-        for _ in range(20):  # bounded
-            try:
-                connection, _ = self.sock.accept()
-            except OSError:
-                return
-            with connection:
-                connection.recv(65536)
-                connection.sendall(b"ICY 200 OK\r\nContent-Length: 0\r\n\r\n")
-                self.answered += 1
-
-    def close(self) -> None:
-        self.sock.close()
+    def serve(self, connection: socket.socket) -> None:
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"ICY 200 OK\r\nContent-Length: 0\r\n\r\n")
+            self.answered += 1
 
 
 def test_a_response_that_is_not_http_is_skipped_once_not_retried_as_a_host_down(crawl, tmp_path):
