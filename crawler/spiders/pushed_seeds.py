@@ -34,7 +34,8 @@ class PushedSeeds:
     (items: URLs, plain or as JSON strings), or scrapy-redis's ``REDIS_START_URLS_KEY``. Polled every
     ``SEEDS_POLL_INTERVAL`` seconds, off the reactor (a stalled Redis stalls no download);
     an idle worker waits ``SCHEDULER_IDLE_BEFORE_CLOSE`` seconds for more work (pushed seeds,
-    or URLs other workers find) before it closes."""
+    or URLs other workers find) before it closes, counted from the end of its last fetch (any
+    request that reached the downloader: pages, 304s, errors, redirects, robots.txt)."""
 
     def __init__(self, spider: WebSpider, client: Redis, key: str, interval: float,
                  idle_before_close: float, wake_engine: Callable[[], object]) -> None:
@@ -65,6 +66,7 @@ class PushedSeeds:
                     EngineAdapter(crawler).wake)
         crawler.signals.connect(seeds.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(seeds.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(seeds.working, signal=signals.request_reached_downloader)
         crawler.signals.connect(seeds.spider_closed, signal=signals.spider_closed)
         return seeds
 
@@ -117,6 +119,10 @@ class PushedSeeds:
         return result
 
     def working(self) -> None:
+        """A request reached the downloader (``request_reached_downloader``): the worker is busy,
+        and its next idle wait starts anew. Any fetch counts, not only a parsed page: work that
+        ends as a 304, an error or a redirect would otherwise leave an old start in place and
+        close the worker early."""
         self._idle_since = None
 
     def spider_idle(self) -> None:

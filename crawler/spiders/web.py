@@ -193,8 +193,6 @@ class WebSpider(scrapy.Spider):
         if self.max_pages and self.pages >= self.max_pages:
             response.meta["frontier_keep_lease"] = True  # not stored: fetched again on resume
             return
-        if self.pushed_seeds is not None:
-            self.pushed_seeds.working()
         depth = response.meta.get("depth", 0)
         page, hrefs, base = extract_page(response, self._normalize(response.url) or response.url, self.clock)
         self._canonical(page, response)
