@@ -59,7 +59,7 @@ def test_the_belief_is_a_distribution_that_moves_with_the_evidence():
     chooser = GapChooser(DAY, 30 * DAY, fetch_cost=0.2 * DAY, waste_cost=0.0)
     for seen in (Evidence(0, 0.0, 0.0), seen_at_rate(1 / DAY), Evidence(0, 0.0, 1e9)):
         assert sum(chooser.belief(seen)) == pytest.approx(1.0)
-    rates = chooser._rates
+    rates = chooser.rates.tolist()
 
     def mean_log_rate(seen):
         return sum(p * math.log(r) for p, r in zip(chooser.belief(seen), rates, strict=True))
@@ -110,7 +110,7 @@ def test_a_dated_change_makes_the_belief_peak_at_one_over_its_age():
     chooser = GapChooser(DAY, 30 * DAY, fetch_cost=0.2 * DAY, waste_cost=0.0)
     for age in (6 * 3600.0, 2 * DAY, 10 * DAY):
         belief = chooser.belief(Evidence(0, 0.0, 0.0, dated=1, age=age))
-        peak = chooser._rates[belief.index(max(belief))]
+        peak = chooser.rates[belief.index(max(belief))]
         assert abs(math.log(peak * age)) <= math.log(1.25) / 2 + 1e-9
 
 
