@@ -103,3 +103,32 @@ def test_dated_pages_hand_the_policy_the_time_of_their_last_change():
     for state in dated.states:  # every change found is dated: a version's age is at most its gap
         assert state.changed_time == 0.0
         assert state.dated_age <= state.dated_changes * web.horizon
+
+
+def test_a_learner_keeping_every_gap_believes_what_ours_does_when_the_gaps_are_equal():
+    """bench/freshness_learners.py's exact likelihood and the shipped summary agree where the
+    summary (changed gaps at their mean) loses nothing."""
+    import freshness_learners as learners
+
+    web = bench.make_web(1, 60, seed=3)
+    kept = learners.KeptGaps(web, 1.0, waste_cost=5.0)
+    kept.start(0)
+    kept.last[0] = 0.0
+    for n, version in enumerate((1, 2, 2), start=1):  # changed, changed, unchanged, 3 days apart
+        kept.fetched(0, 3 * DAY * n, version)
+    belief = np.exp(kept.logs[0] - kept.logs[0].max())
+    shipped = kept.chooser.belief(bench.Evidence(2, 6 * DAY, 3 * DAY))
+    assert belief / belief.sum() == pytest.approx(np.array(shipped), rel=1e-6, abs=1e-12)
+
+
+def test_the_lookahead_and_thompson_learners_spend_the_budget_within_the_bounds():
+    import freshness_learners as learners
+
+    web = bench.make_web(200, 20, seed=5)
+    budget = round(200 * 20 / 7)
+    for policy in (learners.Lookahead, learners.Thompson):
+        scale, result = bench.calibrated(web, budget, policy=policy, waste_cost=8.0)
+        assert result.fetches == pytest.approx(budget, rel=0.01), policy.__name__
+        schedule = policy(web, scale, waste_cost=8.0)
+        gap = schedule.choose(np.full(len(schedule.chooser.rates), 1 / len(schedule.chooser.rates)), 1.0, 0.0)
+        assert schedule.policy.min_interval <= gap <= schedule.policy.max_interval
