@@ -96,7 +96,7 @@ class KeptGaps:
         return t + wait * (max(1.0, stretch) if hot else 1.0)
 
     def choose(self, belief: np.ndarray, weight: float, now: float) -> float:
-        return float(self.chooser.gaps[int(np.argmax(self.chooser.values(belief, weight)))])
+        return self.chooser.best_gap(belief, weight)
 
 
 class Lookahead(KeptGaps):
@@ -124,7 +124,7 @@ class Thompson(KeptGaps):
     def choose(self, belief: np.ndarray, weight: float, now: float) -> float:
         drawn = np.zeros_like(belief)
         drawn[self.rng.choice(len(belief), p=belief)] = 1.0
-        return float(self.chooser.gaps[int(np.argmax(self.chooser.values(drawn, weight)))])
+        return self.chooser.best_gap(drawn, weight)
 
 
 class MixPrior(KeptGaps):

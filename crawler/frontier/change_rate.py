@@ -106,6 +106,11 @@ class GapChooser:
         :attr:`rates` (a matrix of beliefs, one a row, gives one row of values each)."""
         return np.asarray(belief) @ (weight * self._fresh - self._cost)
 
+    def best_gap(self, belief, weight: float = 1.0) -> float:
+        """The gap of most expected value for a page whose rate has the weights ``belief``
+        over :attr:`rates` and whose freshness is worth ``weight``."""
+        return float(self.gaps[int(np.argmax(self.values(belief, weight)))])
+
     def gap(self, seen: Evidence, weight: float = 1.0) -> float:
-        """The gap of most expected value for a page whose freshness is worth ``weight``."""
-        return float(self.gaps[int(np.argmax(self.values(self.belief(seen), weight)))])
+        """The gap of most expected value for what a page's visits showed."""
+        return self.best_gap(self.belief(seen), weight)
