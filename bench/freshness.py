@@ -1,7 +1,7 @@
 """Freshness of revisit policies on a simulated web under one fetch budget (issue 13, Measure).
 
-Run from the repo root: ``python bench/freshness.py`` (10,000 pages, 60 days, ~85 s;
-``--quick`` for 3,000 pages in ~25 s). No network: a simulated clock, seeded.
+Run from the repo root: ``python bench/freshness.py`` (10,000 pages, 60 days, ~12 s;
+``--quick`` for 3,000 pages in ~4 s). No network: a simulated clock, seeded.
 
 **The web.** Each page changes as a Poisson process (Brewington and Cybenko 2000 found
 the time between changes of a page exponential), at a mean change interval drawn from
@@ -345,7 +345,7 @@ def main() -> None:
     parser.add_argument("--oracle", action="store_true",
                         help="add the oracle told every rate from day 0, at half the fixed interval's waste")
     parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--quick", action="store_true", help="3,000 pages: ~25 s")
+    parser.add_argument("--quick", action="store_true", help="3,000 pages: ~4 s")
     args = parser.parse_args()
     pages = 3_000 if args.quick else args.pages
     began = time.perf_counter()

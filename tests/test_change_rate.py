@@ -17,7 +17,7 @@ def seen_at_rate(rate: float, gap: float = DAY / 2, gaps: int = 10_000) -> Evide
     return Evidence(changed, changed * gap, (gaps - changed) * gap)
 
 
-@pytest.mark.parametrize("waste_cost", [0.0, 2.0, 5.0, 8.0])
+@pytest.mark.parametrize("waste_cost", [0.0, 2.0, 5.0, 8.0, 10.0])
 def test_a_page_known_to_change_once_per_interval_is_revisited_once_per_interval(waste_cost):
     policy = RevisitPolicy(7 * DAY, DAY, 30 * DAY, waste_cost=waste_cost)
     gap = policy.chooser.gap(seen_at_rate(1 / (7 * DAY)))
