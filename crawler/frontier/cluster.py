@@ -150,12 +150,18 @@ class ClusterFrontier(ShardedRedisFrontier):
             raise errors[0]
         return answers
 
-    def _pending_sum(self, read: Callable[[RedisFrontier], int]) -> int:
-        """``read`` summed over the shards that answer, plus one for each that does not
-        (its master is away): the crawl is not taken for finished while a shard is away."""
+    def _pending_sums(self, read: Callable[[RedisFrontier], tuple[int, ...]]) -> tuple[int, ...]:
+        """Each count of ``read`` summed over the shards that answer, plus one for each shard
+        that does not (its master is away): the crawl is not taken for finished while a shard
+        is away. At least one shard answers, or ``_each`` raises."""
         calls = {index: functools.partial(read, shard) for index, shard in enumerate(self.shards)}
         answers = self._each(calls, partial=True)
-        return sum(answers.values()) + len(self.shards) - len(answers)
+        away = len(self.shards) - len(answers)
+        return tuple(sum(column) + away for column in zip(*answers.values(), strict=True))
+
+    def _pending_sum(self, read: Callable[[RedisFrontier], int]) -> int:
+        """``read`` summed as ``_pending_sums`` sums a count."""
+        return self._pending_sums(lambda shard: (read(shard),))[0]
 
     @property
     def queued(self) -> int:
@@ -174,12 +180,8 @@ class ClusterFrontier(ShardedRedisFrontier):
         return self._pending_sum(lambda shard: shard.revisits)
 
     def pending_counts(self) -> tuple[int, int, int, int]:
-        """Summed over the shards that answer, each read at one instant, plus one of each for
-        a shard that does not (as ``_pending_sum``)."""
-        answers = self._each({index: shard.pending_counts for index, shard in enumerate(self.shards)},
-                             partial=True)
-        away = len(self.shards) - len(answers)
-        return tuple(sum(column) + away for column in zip(*answers.values(), (0, 0, 0, 0), strict=True))
+        """Each shard's read at one instant, summed as ``_pending_sums`` sums."""
+        return self._pending_sums(lambda shard: shard.pending_counts())
 
     def has_pending(self) -> bool:
         return bool(self._pending_sum(lambda shard: int(shard.has_pending())))
