@@ -26,13 +26,14 @@ from crawler.frontier.api import Claim, Entry, Fetch
 from crawler.frontier.embedded_controls import HostControls
 from crawler.frontier.embedded_hosts import Group, Host, Lease, ReadyHosts
 from crawler.frontier.embedded_parked import ParkedUrls
+from crawler.frontier.embedded_reporting import EmbeddedReporting
 from crawler.frontier.embedded_store import DONE, LEASED, QUEUED, REVISIT, SCHEMA, signed
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
 
 logger = logging.getLogger(__name__)
 
 
-class EmbeddedFrontier(HostControls, ParkedUrls):
+class EmbeddedFrontier(HostControls, ParkedUrls, EmbeddedReporting):
     """Frontier state for one process, in SQLite at ``path`` (``":memory:"`` for tests).
 
     ``add``/``next``/``fetched``/``ack``/``reap`` keep the contract in DESIGN.md:
@@ -352,41 +353,6 @@ class EmbeddedFrontier(HostControls, ParkedUrls):
         """One process holds the state (its lock): no other worker can die. A run that
         died leaves its leases to the next, which queues them again on open."""
         return []
-
-    # ---------------------------------------------------------------- reporting
-
-    @property
-    def leased(self) -> int:
-        return len(self._leases)
-
-    def pending_counts(self) -> tuple[int, int, int, int]:
-        return self.queued, len(self._leases), self.waiting, self.revisits  # one thread: one instant
-
-    def has_pending(self) -> bool:
-        return any(self.pending_counts()[:3])
-
-    def done_count(self) -> int:
-        return self.db.execute("SELECT count(*) FROM urls WHERE state IN (?, ?)",
-                               (DONE, REVISIT)).fetchone()[0]
-
-    def gauges(self, now: float) -> dict[str, int]:
-        """Hosts with queued URLs (active), of them waiting out a gap, and URLs queued/leased."""
-        active = [h for h in self._hosts.values() if any(h.queued)]
-        return {
-            "hosts/active": len(active),
-            "hosts/waiting": sum(1 for h in active if not h.group.busy and h.group.next_allowed > now),
-            "hosts/held": sum(1 for h in active if h.held),
-            "fetching": sum(1 for lease in self._leases.values() if lease.fetching),
-            "hosts/backing_off": sum(1 for h in active if h.group.times.backoff),
-            "queued": self.queued,
-            "waiting": self.waiting,
-            "revisits": self.revisits,
-            "leased": self.leased,
-        }
-
-    def describe(self) -> str:
-        """Where the state is, for log lines."""
-        return str(self.db_path.parent)
 
     def commit(self) -> None:
         if self._unsaved:
