@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
 
-from crawler.frontier.codec import ATTEMPTS_META, request_to_json
+from crawler.frontier.codec import ATTEMPTS_META, mark_failed, request_to_json
 from crawler.frontier.policy import RetryPolicy, is_exhausted, is_permanent, is_unreachable
 
 if TYPE_CHECKING:
@@ -132,6 +132,16 @@ class FailureChain:
         its run of unanswered fetches as the fetch is reported)."""
         if self.given_up:
             self.given_up.discard(urlparse_cached(request).hostname or "")
+
+    def item_error(self, response: Response, failure: Any) -> None:
+        """A page that failed in the pipelines is not stored: an attempt that failed."""
+        if response is not None and response.request is not None:
+            mark_failed(response.request, f"pipeline: {failure.getErrorMessage()}")
+
+    def spider_error(self, failure: Any, response: Response) -> None:
+        """The callback raised: an attempt that failed (a poison page ends as a dead letter)."""
+        if response is not None and response.request is not None:
+            mark_failed(response.request, f"callback: {failure.type.__name__}: {failure.getErrorMessage()}")
 
     def promote_due_retries(self) -> None:
         """A retry of ours falls due now (housekeeping promotes the others' too)."""

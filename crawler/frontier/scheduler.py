@@ -18,7 +18,6 @@ from crawler import signals as crawler_signals
 from crawler.frontier.api import Fetch, Frontier, Revisit, fetch_seconds_counts
 from crawler.frontier.codec import (
     LEASE_META,
-    mark_failed,
     request_from_json,
     request_to_json,
     revisit_request,
@@ -131,8 +130,8 @@ class FrontierScheduler(BaseScheduler):
         self.host_news = HostNews(self._write, frontier.policy)  # kept: signals hold weak references
         self.host_news.connect(crawler.signals)
         for handler, signal in (
-            (self._item_error, signals.item_error),
-            (self._spider_error, signals.spider_error),
+            (self.failures.item_error, signals.item_error),
+            (self.failures.spider_error, signals.spider_error),
             (self._item_scraped, signals.item_scraped),
             (self._page_stored, crawler_signals.page_captured),
             (self._stored_safely, crawler_signals.store_safe),
@@ -381,16 +380,6 @@ class FrontierScheduler(BaseScheduler):
     def _stored_safely(self, name: str) -> None:
         """An upload or fsync batch is safe: the URLs whose pages all waited for it are done."""
         self._done(self.leases.stored_safely(name))
-
-    def _item_error(self, response: Response, failure: Any) -> None:
-        """A page that failed in the pipelines is not stored: an attempt that failed."""
-        if response is not None and response.request is not None:
-            mark_failed(response.request, f"pipeline: {failure.getErrorMessage()}")
-
-    def _spider_error(self, failure: Any, response: Response) -> None:
-        """The callback raised: an attempt that failed (a poison page ends as a dead letter)."""
-        if response is not None and response.request is not None:
-            mark_failed(response.request, f"callback: {failure.type.__name__}: {failure.getErrorMessage()}")
 
     def _fetches_ended(self, ended: list[Fetch]) -> None:
         """Each ended fetch sets its host's next allowed time; its time goes in the histogram."""
