@@ -110,8 +110,8 @@ class ParkedUrls:
             return 0
         self.db.execute("INSERT OR REPLACE INTO dead_letters (fp, error, at) SELECT fp, ?, ? FROM urls "
                         "WHERE host_id = ? AND state IN (?, ?)", (error, now, host.id, QUEUED, WAITING))
-        self.db.execute("DELETE FROM waiting WHERE fp IN (SELECT fp FROM urls WHERE host_id = ? AND state = ?)",
-                        (host.id, WAITING))
+        self.db.execute("DELETE FROM waiting WHERE fp IN "
+                        "(SELECT fp FROM urls WHERE host_id = ? AND state = ?)", (host.id, WAITING))
         dead = self.db.execute("UPDATE urls SET state = ? WHERE host_id = ? AND state IN (?, ?)",
                                (DEAD, host.id, QUEUED, WAITING)).rowcount
         queued = sum(host.queued)

@@ -47,8 +47,7 @@ def bodies(bloom: bool) -> dict[str, str]:
     """Each script's text by the name ``RedisFrontier`` runs it under (``add``: the Bloom
     seen set's with ``bloom``)."""
     return {"add": ADD_BLOOM if bloom else ADD, "claim": CLAIM, "times": TIMES, "fetched": FETCHED,
-            "ack": ACK,
-            "requeue": REQUEUE, "reap": REAP, "key": KEY, "heartbeat": HEARTBEAT, "counts": COUNTS, "leaving": LEAVING,
-            "leave": LEAVE, "due": DUE,
+            "ack": ACK, "requeue": REQUEUE, "reap": REAP, "key": KEY, "heartbeat": HEARTBEAT,
+            "counts": COUNTS, "leaving": LEAVING, "leave": LEAVE, "due": DUE,
             "requeue_dead": REQUEUE_DEAD, "revisit": REVISIT, "dead_host": DEAD_HOST, "demote": DEMOTE,
             "force": FORCE, "unanswered": UNANSWERED}
