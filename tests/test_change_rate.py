@@ -125,3 +125,20 @@ def test_dated_changes_tell_a_fast_page_from_one_worth_revisiting():
     assert chooser.gap(every_three_days) < chooser.gap(undated) <= 30 * DAY
     ages = [chooser.gap(Evidence(0, 0.0, 0.0, dated=5, age=5 * days * DAY)) for days in (3, 6, 12)]
     assert ages == sorted(ages)  # older versions: a slower page, a longer gap
+
+
+def test_one_interval_for_every_page_is_a_policy_too():
+    """REVISIT_MIN_INTERVAL = REVISIT_MAX_INTERVAL: every gap is that interval."""
+    policy = RevisitPolicy(DAY, DAY, DAY, waste_cost=10.0, evidence=1)
+    for seen in (Evidence(0, 0.0, 0.0), Evidence(5, 5 * DAY, 0.0), Evidence(0, 0.0, 9 * DAY)):
+        assert policy.chooser.gap(seen) == DAY
+
+
+def test_evidence_out_of_range_waits_the_longest_gap_not_the_shortest():
+    """Times that overflow (a corrupted stored state) must not make the crawl impolite."""
+    chooser = RevisitPolicy(7 * DAY, DAY, 30 * DAY).chooser
+    overflowing = (Evidence(0, 0.0, math.inf), Evidence(0, 0.0, 1.7e308, 1, 1.7e308),
+                   Evidence(1, math.nan, 0.0))
+    for seen in overflowing:
+        assert chooser.gap(seen) == 30 * DAY
+    assert chooser.gap(Evidence(0, 0.0, 0.0), weight=math.nan) == 30 * DAY

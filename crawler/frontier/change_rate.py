@@ -21,13 +21,14 @@ estimate, the belief keeps the difference between "changed at every visit" (the 
 be far above 1/gap) and "changed about every gap"; halving and doubling the interval
 cannot see it, which is why it spends its fetches on the pages that stay stale anyway.
 
-Written by hand: no library chooses revisit gaps; the grids make it one table of values
-per rate and gap, built once, and one vector-matrix product per visit.
+Written by hand: no library chooses revisit gaps; the grids make freshness and cost one
+table each per rate and gap, built once, and a choice one vector-matrix product.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,7 +56,9 @@ class Evidence:
 @dataclass(frozen=True)
 class GapChooser:
     """Gaps in [``shortest``, ``longest``] seconds; ``fetch_cost`` the u above, in seconds
-    of freshness; ``waste_cost`` the c above."""
+    of freshness; ``waste_cost`` the c above. ``gaps`` and ``rates`` are the two grids (per
+    second), and ``unchanged[k, j]`` = e^(-l_k g_j) the chance that a page changing at rate
+    k shows no change after gap j."""
 
     shortest: float
     longest: float
@@ -68,15 +71,15 @@ class GapChooser:
     _cost: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        steps = max(1, math.ceil(math.log(self.longest / self.shortest) / math.log(STEP)))
-        ratio = (self.longest / self.shortest) ** (1 / steps)
+        steps = math.ceil(math.log(self.longest / self.shortest) / math.log(STEP))
+        ratio = (self.longest / self.shortest) ** (1 / steps) if steps else STEP  # one gap: any ratio
         low, high = 1 / (REACH * self.longest), REACH / self.shortest
         count = math.ceil(math.log(high / low) / math.log(ratio)) + 1
         # x = l_k g_j = l_0 g_0 r^(k+j): one row of x per rate, one column per gap
         xs = low * self.shortest * ratio ** np.add.outer(np.arange(count), np.arange(steps + 1))
         gaps = np.minimum(self.longest, self.shortest * ratio ** np.arange(steps + 1))
         unchanged = np.exp(-xs)
-        put = object.__setattr__  # frozen: the tables are computed once, here
+        put = object.__setattr__  # frozen: the grids and tables are computed once, here
         put(self, "gaps", gaps)
         put(self, "rates", low * ratio ** np.arange(count))
         put(self, "unchanged", unchanged)
@@ -100,16 +103,20 @@ class GapChooser:
         total = sum(weights)
         return [w / total for w in weights]
 
-    def values(self, belief, weight: float = 1.0) -> np.ndarray:
+    def values(self, belief: Sequence[float] | np.ndarray, weight: float = 1.0) -> np.ndarray:
         """Expected value per unit of time of each gap, weight x freshness kept minus what
         the fetches cost, for a page whose rate has the weights ``belief`` over
         :attr:`rates` (a matrix of beliefs, one a row, gives one row of values each)."""
         return np.asarray(belief) @ (weight * self._fresh - self._cost)
 
-    def best_gap(self, belief, weight: float = 1.0) -> float:
+    def best_gap(self, belief: Sequence[float] | np.ndarray, weight: float = 1.0) -> float:
         """The gap of most expected value for a page whose rate has the weights ``belief``
-        over :attr:`rates` and whose freshness is worth ``weight``."""
-        return float(self.gaps[int(np.argmax(self.values(belief, weight)))])
+        over :attr:`rates` and whose freshness is worth ``weight``; the longest when the
+        values are not numbers (a stored state out of range): never the impolite end."""
+        values = self.values(belief, weight)
+        if not np.isfinite(values).all():
+            return self.longest
+        return float(self.gaps[int(np.argmax(values))])
 
     def gap(self, seen: Evidence, weight: float = 1.0) -> float:
         """The gap of most expected value for what a page's visits showed."""
