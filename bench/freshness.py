@@ -214,16 +214,22 @@ class Adaptive:
         return self.states[i].next_visit
 
 
+def known_gap(policy: RevisitPolicy, rate: float, weight: float) -> float:
+    """The gap ours' chooser gives a page told its true change rate: the evidence of 10,000
+    gaps of a tenth of the minimum interval."""
+    step = policy.min_interval / 10
+    changed = round(10_000 * -math.expm1(-rate * step))
+    return policy.chooser.gap(Evidence(changed, changed * step, (10_000 - changed) * step), weight)
+
+
 class KnownRates(Adaptive):
-    """Ours' gap chooser told each page's true change rate (as the evidence of 10,000 gaps
-    of a tenth of the minimum interval): ours without the cost of learning the rates."""
+    """Ours' gap chooser told each page's true change rate (:func:`known_gap`): ours
+    without the cost of learning the rates."""
 
     def __init__(self, web: Web, scale: float, **adaptive) -> None:
         super().__init__(web, scale, **adaptive)
-        step = self.policy.min_interval / 10
-        seen = [round(10_000 * -math.expm1(-rate * step)) for rate in web.rates]
-        self.gaps = [self.policy.chooser.gap(Evidence(n, n * step, (10_000 - n) * step), weight)
-                     for n, weight in zip(seen, self.weights, strict=True)]
+        self.gaps = [known_gap(self.policy, rate, weight)
+                     for rate, weight in zip(web.rates, self.weights, strict=True)]
 
     def start(self, i: int) -> float:
         return self.phase[i] * self.gaps[i]

@@ -49,12 +49,25 @@ import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
 
-from freshness import BANDS, DAY, SEED, SHIPPED, Adaptive, Fixed, Web, calibrated, make_web, simulate  # noqa: E402
+from freshness import (  # noqa: E402
+    BANDS,
+    DAY,
+    SEED,
+    SHIPPED,
+    Adaptive,
+    Fixed,
+    Result,
+    Web,
+    calibrated,
+    known_gap,
+    make_web,
+    simulate,
+)
 
-from crawler.frontier.change_rate import Evidence  # noqa: E402
+from crawler import defaults  # noqa: E402
 from crawler.frontier.revisit import CHANGED, UNCHANGED, HotShare, RevisitPolicy, RevisitState, importance  # noqa: E402
 
-HOT_SHARE = 0.2
+DAYS = 60
 
 
 class KeptGaps:
@@ -70,10 +83,10 @@ class KeptGaps:
         self.logs = np.zeros((len(web), len(self.chooser.rates)))
         self.last, self.version = [0.0] * len(web), [0] * len(web)
         self.interval, self.gaps = [self.policy.interval] * len(web), [0] * len(web)
-        self.hot = HotShare(HOT_SHARE)
+        self.hot = HotShare(defaults.REVISIT_HOT_SHARE)
 
     def start(self, i: int) -> float:
-        first = max(self.policy.min_interval, self.policy.interval / self.weights[i])
+        first = self.policy.halving_wait(self.policy.interval, self.weights[i])
         self.last[i] = -self.phase[i] * first
         return self.last[i] + first
 
@@ -87,7 +100,7 @@ class KeptGaps:
         if self.gaps[i] <= self.probes:  # halve/double, as ours before its evidence
             last = RevisitState(self.interval[i], None, None, None, self.last[i], t)
             self.interval[i] = self.policy.next_interval(last, CHANGED if changed else UNCHANGED)
-            wait = max(self.policy.min_interval, self.interval[i] / self.weights[i])
+            wait = self.policy.halving_wait(self.interval[i], self.weights[i])
         else:
             belief = np.exp(self.logs[i] - self.logs[i].max())
             wait = self.choose(belief / belief.sum(), self.weights[i], t)
@@ -101,16 +114,18 @@ class KeptGaps:
 
 class Lookahead(KeptGaps):
     """The gap worth most over its own length plus, for the rest of the horizon, the best
-    gap's value after its outcome (changed or not), weighted by the outcome's chance."""
+    gap's value after its outcome (changed or not), weighted by the outcome's chance; both
+    counted up to the horizon only."""
 
     def choose(self, belief: np.ndarray, weight: float, now: float) -> float:
         gaps, stay = self.chooser.gaps, self.chooser.unchanged  # stay[k, j]: no change in gap j
-        now_value = self.chooser.values(belief, weight) * gaps
+        left = max(self.horizon - now, 0.0)
+        now_value = self.chooser.values(belief, weight) * np.minimum(gaps, left)
         # Unnormalised posteriors after each gap (columns): their best values are already
         # weighted by the outcome's chance.
         after = (self.chooser.values((belief[:, None] * stay).T, weight).max(axis=1)
                  + self.chooser.values((belief[:, None] * (1 - stay)).T, weight).max(axis=1))
-        rest = np.maximum(self.horizon - now - gaps, 0.0)
+        rest = np.maximum(left - gaps, 0.0)
         return float(gaps[int(np.argmax(now_value + after * rest))])
 
 
@@ -135,37 +150,37 @@ class MixPrior(KeptGaps):
         super().__init__(web, scale, waste_cost)
         logs = np.log(self.chooser.rates)
         half = (logs[1] - logs[0]) / 2
+        cells = np.stack([logs - half, logs + half])  # each grid point's cell in log rate
         prior = np.zeros(len(logs))
         for share, shortest, longest in BANDS:
             if shortest is None:  # never changes: the slowest rate on the grid
                 prior[0] += share
                 continue
-            inside = (logs >= -math.log(longest) - half) & (logs <= -math.log(shortest) + half)
-            prior[inside] += share / inside.sum()
+            low, high = -math.log(longest), -math.log(shortest)  # log-uniform over [low, high]
+            overlap = np.clip(np.minimum(cells[1], high) - np.maximum(cells[0], low), 0.0, None)
+            prior += share * overlap / (high - low)
         self.logs[:] = np.log(prior + 1e-12)
 
 
 class Told(Adaptive):
     """Ours, told the true rate of the pages whose mean change interval (days) is in
-    [low, high): their gaps from evidence as KnownRates gives it, the rest learnt."""
+    [low, high): their gaps as :func:`~freshness.known_gap` gives them, outside the
+    HotShare cap (an upper bound in that too), the rest learnt."""
 
     def __init__(self, web: Web, scale: float, low: float, high: float, **adaptive) -> None:
         super().__init__(web, scale, **adaptive)
-        step = self.policy.min_interval / 10
         self.known = {}
-        for i, rate in enumerate(web.rates):
+        for i, (rate, weight) in enumerate(zip(web.rates, self.weights, strict=True)):
             mean = 1 / (rate * DAY) if rate > 0 else math.inf
             if low <= mean < high:
-                n = round(10_000 * -math.expm1(-rate * step))
-                seen = Evidence(n, n * step, (10_000 - n) * step)
-                self.known[i] = self.policy.chooser.gap(seen, self.weights[i])
+                self.known[i] = known_gap(self.policy, rate, weight)
 
     def fetched(self, i: int, t: float, version: int) -> float:
         return t + self.known[i] if i in self.known else super().fetched(i, t, version)
 
 
 def ours(evidence: int) -> tuple[type, dict]:
-    return Adaptive, {"weighted": True, "hot_share": HOT_SHARE, "evidence": evidence}
+    return Adaptive, {"weighted": True, "hot_share": defaults.REVISIT_HOT_SHARE, "evidence": evidence}
 
 
 LEARNERS = {
@@ -184,13 +199,19 @@ LEARNERS = {
 }
 
 
+def the_web(pages: int, seed: int) -> tuple[Web, int, Result]:
+    """The web of ``pages`` over DAYS, its budget (a revisit per page per week, as
+    bench/freshness.py's) and the fixed interval's result on it."""
+    web = make_web(pages, DAYS, seed)
+    budget = round(pages * DAYS / 7)
+    return web, budget, simulate(web, Fixed(web, budget))
+
+
 def half_waste(name: str, pages: int, seed: int) -> tuple[str, float | None, list]:
     """(name, F50 or None when no two runs bracket 50%, [(waste share, freshness, cost)]):
     waste costs 6, 9 and 13, then further out until two runs lie either side of 50%."""
     policy, arguments = LEARNERS[name]
-    web = make_web(pages, 60, seed)
-    budget = round(pages * 60 / 7)
-    fixed = simulate(web, Fixed(web, budget))
+    web, budget, fixed = the_web(pages, seed)
     points = []
     for cost in (6, 9, 13, 20, 4, 30, 2):
         result = calibrated(web, budget, policy=policy, waste_cost=cost, **arguments)[1]
@@ -212,15 +233,14 @@ def main() -> None:
     parser.add_argument("--only", help="run only the learners whose name contains this")
     args = parser.parse_args()
     began = time.perf_counter()
-    web = make_web(args.pages, 60, args.seed)
-    budget = round(args.pages * 60 / 7)
-    fixed = simulate(web, Fixed(web, budget)).freshness
+    _, budget, fixed_result = the_web(args.pages, args.seed)
+    fixed = fixed_result.freshness
     names = [name for name in LEARNERS if not args.only or args.only in name]
     with ProcessPoolExecutor() as pool:
         rows = list(pool.map(half_waste, names, [args.pages] * len(names), [args.seed] * len(names)))
     from common import fmt_table
 
-    print(f"{args.pages:,} pages, 60 days, budget {budget:,} revisits, seed {args.seed}: "
+    print(f"{args.pages:,} pages, {DAYS} days, budget {budget:,} revisits, seed {args.seed}: "
           f"the fixed interval keeps {fixed:.4f} fresh\n")
     table = []
     for name, f50, points in rows:

@@ -109,7 +109,7 @@ REVISIT_EVIDENCE = 2
 # 0 is Cho and Garcia-Molina's freshness optimum, which wastes about as many fetches as
 # a fixed interval. At 10, on the simulated web of bench/freshness.py, a crawl that keeps
 # going is fresher than a fixed interval on the same budget with under half its wasted
-# fetches (180 days); over its first 60 days, while it learns the rates, it is 0.8% less
+# fetches (180 days); over its first 60 days, while it learns the rates, it is 0.005 less
 # fresh at 51% (docs/freshness.md).
 REVISIT_WASTE_COST = 10.0
 # Keep going when nothing is queued: sleep until the next revisit falls due (ends on

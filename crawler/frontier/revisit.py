@@ -162,6 +162,11 @@ class RevisitPolicy:
     def _bounded(self, interval: float) -> float:
         return min(self.max_interval, max(self.min_interval, interval))
 
+    def halving_wait(self, interval: float, weight: float) -> float:
+        """The wait before the next visit while the interval halves and doubles: the
+        interval over the page's importance, never sooner than the minimum interval."""
+        return max(self.min_interval, interval / weight)
+
     def is_hot(self, interval: float) -> bool:
         """The page is revisited as often as the policy allows."""
         return interval <= self.min_interval
@@ -198,7 +203,7 @@ class RevisitPolicy:
                             state.dated_changes + first, state.dated_age + (state.first_age or 0.0))
             state.interval = wait = self.chooser.gap(seen, weight)
         else:
-            wait = max(self.min_interval, state.interval / weight)
+            wait = self.halving_wait(state.interval, weight)
         if self.is_hot(state.interval):
             wait *= max(1.0, stretch)
         state.next_visit = now + wait
