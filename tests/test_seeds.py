@@ -99,3 +99,23 @@ def test_a_misspelt_argument_is_named_not_ignored(tmp_path):
     assert ("unknown argument(s) of the 'web' spider: 'max_page' (did you mean max_pages?); "
             "it takes seeds, scope, max_pages") in done.stderr
     assert "_job" not in done.stderr  # scrapyd's own argument
+
+
+def test_an_unknown_spider_is_named_with_the_ones_there_are(tmp_path):
+    """Scrapy's loader raised a KeyError, shown as a traceback; outside a project no spider
+    is known at all, and the message says where the web spider comes from."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parent.parent)
+    done = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "wbe", "-s", f"DATA_DIR={tmp_path}"],
+                          capture_output=True, text=True, timeout=60, check=False, cwd=root)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "no spider called 'wbe': the spiders here are web" in done.stderr
+    assert "Traceback" not in done.stderr
+    outside = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "web"], capture_output=True,
+                             text=True, timeout=60, check=False, cwd=tmp_path)
+    assert outside.returncode == 2, outside.stderr[-2000:]
+    assert "no spider is known here" in outside.stderr and "SCRAPY_SETTINGS_MODULE" in outside.stderr
+    assert "Traceback" not in outside.stderr

@@ -37,7 +37,7 @@ class Command(ScrapyCrawlCommand):
         check_command_settings(self.settings, NOTHING_FETCHED)
         check_redis(self.settings, NOTHING_FETCHED)
         if len(args) == 1 and self.crawler_process is not None:
-            spidercls = self.crawler_process.spider_loader.load(args[0])
+            spidercls = self._spider_class(args[0])
             if issubclass(spidercls, WebSpider):
                 spargs = opts.spargs
                 try:
@@ -52,3 +52,18 @@ class Command(ScrapyCrawlCommand):
                 except ArgumentError as e:
                     raise UsageError(str(e), print_help=False) from None
         super().run(args, opts)
+
+    def _spider_class(self, name: str) -> type:
+        """The spider called ``name``, or a usage error saying which spiders there are and,
+        with none, how to find the ``web`` spider (Scrapy's loader raises a KeyError)."""
+        loader = self.crawler_process.spider_loader
+        try:
+            return loader.load(name)
+        except KeyError:
+            known = sorted(loader.list())
+            where = (f"the spiders here are {', '.join(known)}" if known else
+                     "no spider is known here: run scrapy from a directory with a scrapy.cfg whose "
+                     f"settings list {WebSpider.__module__.rpartition('.')[0]} in SPIDER_MODULES, "
+                     "or set SCRAPY_SETTINGS_MODULE=crawler.settings")
+            raise UsageError(f"no spider called {name!r}: {where}", print_help=False) from None
+
