@@ -7,7 +7,9 @@ for i = 3, #ARGV, 4 do
   local h = ensure_host(host, '0')
   local again = redis.call('EXISTS', P .. 'lease:' .. fp) == 0
     and not redis.call('ZSCORE', P .. 'waiting', fp) and redis.call('HEXISTS', P .. 'dead', fp) == 0
-  if again then  -- queued? (a scan of the host's queues: forced adds are rare)
+  local parked = redis.call('ZSCORE', P .. 'revisits', fp)  -- parked for a revisit: not queued
+  if again and not parked then  -- queued? (a scan of the host's queues, for a URL done
+    -- without a revisit: a page stored is parked, so a rerun's forced start URLs skip it)
     for l = 0, LEVELS - 1 do
       for _, item in ipairs(redis.call('LRANGE', P .. 'q:' .. host .. ':' .. l, 0, -1)) do
         if entry(item) == fp then again = false; break end
@@ -22,7 +24,7 @@ for i = 3, #ARGV, 4 do
     again = false
   end
   if again then
-    if redis.call('ZREM', P .. 'revisits', fp) == 1 then redis.call('DEL', P .. 'retry:' .. fp) end
+    if parked then redis.call('ZREM', P .. 'revisits', fp); redis.call('DEL', P .. 'retry:' .. fp) end
     enqueue(host, pinned or level, fp, request)
     redis.call('HINCRBY', P .. 'counters', 'dropped/seen', -1)
     schedule(host)
