@@ -86,6 +86,9 @@ class PoliteCrawler:
         settings.set("TWISTED_DNS_RESOLVER", TWISTED_DNS_RESOLVER, priority="addon")
 
     def update_settings(self, settings: BaseSettings) -> None:
+        # A script or a runner that skips the crawl command gets the same plain message,
+        # before any value is read here.
+        check_settings(settings)
         for name in default_names():
             settings.set(name, getattr(defaults, name), priority="addon")
         # The frontier never lets two fetches to one host overlap; a lower per-domain
@@ -103,8 +106,6 @@ class PoliteCrawler:
         for name, components in COMPONENTS.items():
             for path, order in components.items():
                 settings.setdefault_in_component_priority_dict(name, load_object(path), order)
-        # A script or a runner that skips the crawl command gets the same plain message.
-        check_settings(settings)
 
     @staticmethod
     def _take_over_download_delay(settings: BaseSettings) -> None:

@@ -119,3 +119,23 @@ def test_an_unknown_spider_is_named_with_the_ones_there_are(tmp_path):
     assert outside.returncode == 2, outside.stderr[-2000:]
     assert "no spider is known here" in outside.stderr and "SCRAPY_SETTINGS_MODULE" in outside.stderr
     assert "Traceback" not in outside.stderr
+
+
+def test_a_bad_value_in_a_spiders_custom_settings_is_named_not_a_traceback(tmp_path):
+    """The crawl command checks the settings the spider's crawl will see, its
+    custom_settings included (they reached the add-on first, as a traceback)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "fussy.py").write_text(
+        "import scrapy\n\n\nclass Fussy(scrapy.Spider):\n    name = 'fussy'\n"
+        "    custom_settings = {'POLITENESS_MIN_DELAY': 'fast', 'DOWNLOAD_DELAY': 1}\n")
+    (tmp_path / "settings.py").write_text(
+        "SPIDER_MODULES = ['fussy']\nADDONS = {'crawler.addon.PoliteCrawler': 0}\n")
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "settings", "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "fussy", "-s", f"DATA_DIR={tmp_path}"],
+                          capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path, env=env)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "bad setting(s), nothing was fetched" in done.stderr and "POLITENESS_MIN_DELAY" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -34,23 +34,26 @@ class Command(ScrapyCrawlCommand):
                 + "\n".join(lines))
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        check_command_settings(self.settings, NOTHING_FETCHED)
-        check_redis(self.settings, NOTHING_FETCHED)
+        settings, spidercls = self.settings, None
         if len(args) == 1 and self.crawler_process is not None:
             spidercls = self._spider_class(args[0])
-            if issubclass(spidercls, WebSpider):
-                spargs = opts.spargs
-                try:
-                    check_argument_names(spargs, spidercls.name, spidercls.arguments,
-                                         lambda name: hasattr(spidercls, name))
-                    check_arguments(
-                        spargs.get("seeds", getattr(spidercls, "start_urls", None)),
-                        spargs.get("scope"),
-                        spargs.get("max_pages"),
-                        self.settings,
-                    )
-                except ArgumentError as e:
-                    raise UsageError(str(e), print_help=False) from None
+            settings = settings.copy()
+            spidercls.update_settings(settings)  # its custom_settings, as its crawl sees them
+        check_command_settings(settings, NOTHING_FETCHED)
+        check_redis(settings, NOTHING_FETCHED)
+        if spidercls is not None and issubclass(spidercls, WebSpider):
+            spargs = opts.spargs
+            try:
+                check_argument_names(spargs, spidercls.name, spidercls.arguments,
+                                     lambda name: hasattr(spidercls, name))
+                check_arguments(
+                    spargs.get("seeds", getattr(spidercls, "start_urls", None)),
+                    spargs.get("scope"),
+                    spargs.get("max_pages"),
+                    settings,
+                )
+            except ArgumentError as e:
+                raise UsageError(str(e), print_help=False) from None
         super().run(args, opts)
 
     def _spider_class(self, name: str) -> type:
