@@ -301,3 +301,16 @@ def test_a_method_a_path_does_not_take_is_a_json_405_naming_those_it_does(servic
     assert headers["Connection"] == "close"  # its body was not read
     status, _, error = answer(service, "DELETE", "/nothing")
     assert (status, error) == (404, {"error": "no endpoint /nothing"})
+
+
+def test_a_project_without_the_web_spider_is_told_at_start_not_per_crawl(tmp_path):
+    # Its crawls run `scrapy crawl web` with the project's settings: each one failed.
+    (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = mine\n")
+    (tmp_path / "mine.py").write_text("SPIDER_MODULES = []\nADDONS = {'crawler.addon.PoliteCrawler': 0}\n")
+    env = {key: value for key, value in os.environ.items() if key != "SCRAPY_SETTINGS_MODULE"}
+    done = subprocess.run([sys.executable, "-m", "scrapy", "serve", "--port", "0"], cwd=tmp_path,
+                          env={**env, "PYTHONPATH": str(tmp_path)}, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "scrapy serve starts the 'web' spider" in done.stderr and "crawler.spiders" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -11,13 +11,16 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 from scrapy.settings import SETTINGS_PRIORITIES
+from scrapy.spiderloader import get_spider_loader
 from scrapy.utils.log import configure_logging
+from scrapy.utils.project import inside_project
 
 from crawler import defaults
 from crawler.commands import check_command_settings
 from crawler.service.backends import LocalBackend, ScrapydBackend
 from crawler.service.server import ServiceServer
 from crawler.service.service import CrawlService
+from crawler.spiders.web import WebSpider
 
 if TYPE_CHECKING:
     import argparse
@@ -87,6 +90,8 @@ class Command(ScrapyCommand):
             backend = ScrapydBackend(scrapyd, s.get("SERVE_SCRAPYD_PROJECT", defaults.SERVE_SCRAPYD_PROJECT),
                                      data_dir, forwarded)
         else:
+            if inside_project():  # its crawls run with this project's settings
+                check_web_spider(s)
             backend = LocalBackend(data_dir / "serve", data_dir, forwarded)
         service = CrawlService(settings, data_dir, backend,
                                s.getfloat("SERVE_POLL_INTERVAL", defaults.SERVE_POLL_INTERVAL))
@@ -107,3 +112,14 @@ class Command(ScrapyCommand):
         finally:
             server.server_close()
             service.close()
+
+
+def check_web_spider(settings: BaseSettings) -> None:
+    """The local backend runs ``scrapy crawl web`` in this project: a usage error at start,
+    not a failed crawl per request, when the project's spiders do not include it."""
+    if WebSpider.name not in get_spider_loader(settings).list():
+        package = WebSpider.__module__.rpartition(".")[0]
+        raise UsageError(f"scrapy serve starts the {WebSpider.name!r} spider, and this project's "
+                         f"SPIDER_MODULES do not include {package}: add it (SPIDER_MODULES = "
+                         f"[..., {package!r}], or -s SPIDER_MODULES=...,{package})", print_help=False)
+
