@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -77,11 +78,18 @@ class Intake:
             self._add(*add)
 
     def _add(self, entry: Entry, force: bool, lastmod: str | None) -> None:
-        self.write("add", [entry], force).addCallback(self._added, entry, lastmod)
+        self.write("add", [entry], force).addCallback(self._added, entry, force, lastmod)
 
-    def _added(self, added: list[bool], entry: Entry, lastmod: str | None) -> None:
+    def _added(self, added: list[bool], entry: Entry, force: bool, lastmod: str | None) -> None:
         if added[0]:
             self.stats.inc_value("frontier/enqueued")
+        elif force:  # Scrapy would fetch it again: say once why this crawl does not
+            if "dont_filter" not in self.warned:
+                self.warn_once("dont_filter", "Request for %s has dont_filter, but the URL is queued, "
+                               "being fetched, waiting for a retry or given up already: the frontier "
+                               "never holds a URL twice, so it is dropped (counted in "
+                               "frontier/dropped/seen; a URL done is queued again)",
+                               json.loads(entry.request).get("url"))
         elif lastmod:
             self._sitemap_says_changed(entry.fp, entry.host, lastmod)
         self.added()
