@@ -72,7 +72,8 @@ class Opening:
             later = (f"; {self.counts.revisits} URLs are revisited as they fall due (the next at "
                      f"{next_at}): rerun then, or crawl with -s CRAWL_CONTINUOUS=True")
         logger.warning("Crawl %s already finished (%d URLs done, state in %s): URLs seen then are not "
-                       "fetched again%s. To crawl afresh, %s",
+                       "fetched again, but for requests marked dont_filter (a spider's start "
+                       "requests)%s. To crawl afresh, %s",
                        crawl_id, self.done, self.description, later, how)
 
 
