@@ -94,3 +94,4 @@ def test_crawlstats_reads_an_embedded_crawl(crawl, tmp_path):
     unknown = crawlstats("nope")
     assert unknown.returncode == 2
     assert "no crawl 'nope'" in unknown.stderr and "crawls there: docs" in unknown.stderr
+    assert "give the same -s JOBDIR" in unknown.stderr

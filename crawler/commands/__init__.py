@@ -51,8 +51,10 @@ def embedded_state(args: list[str], settings: BaseSettings) -> Path:
     path = embedded_frontier_path(settings, args[0])
     if not path.is_file():
         known = sorted(p.parent.name for p in path.parent.parent.glob("*/frontier.sqlite"))
-        raise UsageError(f"no crawl {args[0]!r} in {path.parent.parent}"
-                         + (f"; crawls there: {', '.join(known)}" if known else ""), print_help=False)
+        there = f"; crawls there: {', '.join(known)}" if known else ""
+        jobdir = ("" if settings.get("JOBDIR") else
+                  "; a crawl run with JOBDIR is kept in it: give the same -s JOBDIR=...")
+        raise UsageError(f"no crawl {args[0]!r} in {path.parent.parent}{there}{jobdir}", print_help=False)
     return path
 
 
