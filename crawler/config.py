@@ -90,6 +90,14 @@ PARSERS: dict[str, Callable[[Any], object]] = {
 }
 
 
+# Scrapy's own number settings a crawl is often given with -s, each with a value of the
+# type Scrapy reads it as: a bad one surfaced as a traceback from deep in Scrapy.
+SCRAPY_NUMBERS: dict[str, int | float] = {
+    "CONCURRENT_REQUESTS": 16, "DOWNLOAD_TIMEOUT": 180.0, "CLOSESPIDER_TIMEOUT": 0.0,
+    "CLOSESPIDER_ITEMCOUNT": 0, "CLOSESPIDER_PAGECOUNT": 0, "CLOSESPIDER_ERRORCOUNT": 0,
+}
+
+
 class SettingError(ValueError):
     """One or more settings cannot be used; the message names each one."""
 
@@ -107,13 +115,14 @@ def _getter(settings: BaseSettings, default: Any) -> tuple[Callable[[str], Any],
 
 
 def setting_problems(settings: BaseSettings) -> list[str]:
-    """One line per setting of ours whose value its components cannot use."""
+    """One line per setting of ours, or number setting of Scrapy's (:data:`SCRAPY_NUMBERS`),
+    whose value its components cannot use."""
     problems = []
-    for name in (n for n in vars(defaults) if n.isupper()):
+    ours = {name: getattr(defaults, name) for name in vars(defaults) if name.isupper()}
+    for name, default in (ours | SCRAPY_NUMBERS).items():
         value = settings.get(name)
         if value is None:
             continue
-        default = getattr(defaults, name)
         if name in PARSERS:
             try:
                 PARSERS[name](value)

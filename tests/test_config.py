@@ -61,6 +61,10 @@ def test_defaults_pass_the_check():
     ("REVISIT_HOT_SHARE", "0", "REVISIT_HOT_SHARE = '0': must be a number from 0 to 1, 0 excluded"),
     ("REVISIT_HOT_SHARE", "2", "must be a number from 0 to 1, 0 excluded"),
     ("REVISIT_HOT_SHARE", "nan", "must be a number from 0 to 1, 0 excluded"),
+    # Scrapy's own: scrapy serve refused them, scrapy crawl ended in a traceback.
+    ("DOWNLOAD_TIMEOUT", "abc", "DOWNLOAD_TIMEOUT = 'abc': must be a number >= 0"),
+    ("CLOSESPIDER_TIMEOUT", "-5", "CLOSESPIDER_TIMEOUT = '-5': must be a number >= 0"),
+    ("CONCURRENT_REQUESTS", "many", "CONCURRENT_REQUESTS = 'many': must be a whole number >= 0"),
 ])
 def test_a_bad_value_is_named_with_what_it_takes(name, value, expected):
     settings = Settings({name: value})
