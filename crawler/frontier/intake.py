@@ -83,15 +83,15 @@ class Intake:
     def _added(self, added: list[bool], entry: Entry, force: bool, lastmod: str | None) -> None:
         if added[0]:
             self.stats.inc_value("frontier/enqueued")
-        elif force:  # Scrapy would fetch it again: say once why this crawl does not
-            if "dont_filter" not in self.warned:
+        else:
+            if force and "dont_filter" not in self.warned:  # Scrapy would fetch it again: say why not
                 self.warn_once("dont_filter", "Request for %s has dont_filter, but the URL is queued, "
                                "being fetched, waiting for a retry or given up already: the frontier "
                                "never holds a URL twice, so it is dropped (counted in "
                                "frontier/dropped/seen; a URL done is queued again)",
                                json.loads(entry.request).get("url"))
-        elif lastmod:
-            self._sitemap_says_changed(entry.fp, entry.host, lastmod)
+            if lastmod:
+                self._sitemap_says_changed(entry.fp, entry.host, lastmod)
         self.added()
 
     def _sitemap_says_changed(self, fp: int, host: str, lastmod: str) -> None:
