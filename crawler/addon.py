@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
 from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.settings import SETTINGS_PRIORITIES
@@ -43,6 +44,10 @@ COMPONENTS = {
         "crawler.middlewares.traps.LearnedParamsMiddleware": 95,
         "crawler.middlewares.robots.RobotsMiddleware": 100,
         "crawler.middlewares.redirect.SafeMetaRefreshMiddleware": 580,
+        # Before decoding and the page's own checks: a response refused for its headers is not read.
+        "crawler.middlewares.header_limit.HeaderLimitMiddleware": 595,
+        # In the place of Scrapy's HttpCompressionMiddleware, which it replaces.
+        "crawler.middlewares.decompression.BoundedDecompressionMiddleware": 590,
         "crawler.middlewares.redirect.SafeRedirectMiddleware": 600,
         "crawler.middlewares.content.HtmlOnlyMiddleware": 650,
     },
@@ -103,6 +108,8 @@ class PoliteCrawler:
         # Ours skip and count a redirect to javascript: or a malformed host; Scrapy's raise.
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RedirectMiddleware, None)
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", MetaRefreshMiddleware, None)
+        # Ours caps what every body decodes to; Scrapy's is uncapped when download_maxsize is 0.
+        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", HttpCompressionMiddleware, None)
         for name, components in COMPONENTS.items():
             for path, order in components.items():
                 settings.setdefault_in_component_priority_dict(name, load_object(path), order)

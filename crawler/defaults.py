@@ -17,6 +17,8 @@ DEPTH_LIMIT = 20
 URLLENGTH_LIMIT = 2048
 # Bodies larger than this are not downloaded (Scrapy: 1 GiB).
 DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
+# A response whose header section is larger is refused, its body unread (0: no limit).
+DOWNLOAD_MAXHEADERSIZE = 64 * 1024
 # No warning per large page: the cap above already bounds them.
 DOWNLOAD_WARNSIZE = 0
 # Scrapy's immediate retry is off: the frontier's retry chain (FRONTIER_RETRY_DELAYS) retries.
@@ -162,6 +164,8 @@ ROBOTSTXT_CRAWL_DELAY_MAX = 60.0
 ROBOTS_META_OBEY = True
 # Follow the Sitemap: lines of robots.txt (indexes and gzip too).
 SITEMAP_FOLLOW = False
+# A sitemap that decodes to more is not read (sitemaps.org: at most 50 MB uncompressed).
+SITEMAP_MAXSIZE = 50 * 1024 * 1024
 
 # --- Frontier: politeness policy ------------------------------------------------
 # Gap after a fetch = max(min(MAX, max(MIN, FACTOR x fetch time)), Crawl-delay, backoff).

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.robots.rules import ROBOTS_MAX_BYTES, RobotsRules, product_token
+from crawler.robots.rules import ROBOTS_MAX_BYTES, RobotsRules, product_token, robots_text
 
 VECTORS_PATH = Path(__file__).parent / "data" / "robots_rfc9309.jsonl"
 VECTORS = [json.loads(line) for line in VECTORS_PATH.read_text("utf-8").splitlines() if line]
@@ -347,3 +347,18 @@ def test_product_token_of_a_user_agent_header_2_2_1(user_agent, token):
 def test_product_token_of_a_user_agent_header_selects_our_group_2_2_1():
     body = b"User-agent: MyBot\nDisallow: /\n"
     assert not RobotsRules.parse(body, product_token("MyBot/1.2 (+http://x)")).allowed("/x")
+
+
+@pytest.mark.parametrize("encoding, name", [("utf-16", "utf-16-le"), ("utf-32", "utf-32-le"),
+                                            ("utf-8-sig", "utf-8")])
+def test_a_robots_txt_with_a_byte_order_mark_is_read_in_its_encoding(encoding, name):
+    # RFC 9309 2.2 asks for UTF-8; an editor's UTF-16 file with its BOM still says what it means.
+    rules = RobotsRules.parse("User-agent: *\r\nDisallow: /private/\r\n".encode(encoding), "bot")
+    assert rules.encoding == name
+    assert not rules.allowed("/private/x") and rules.allowed("/public")
+
+
+def test_a_utf16_robots_txt_over_the_limit_keeps_its_whole_lines():
+    body = ("User-agent: *\n" + "Disallow: /x\n" * 60_000).encode("utf-16")
+    text, encoding = robots_text(body)
+    assert encoding == "utf-16-le" and text.endswith("Disallow: /x\n")

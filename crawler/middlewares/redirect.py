@@ -14,6 +14,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse
 from scrapy.utils.httpobj import urlparse_cached
 
+from crawler.net.once import OncePerHost
 from crawler.urls.links import LinkFollower
 from crawler.urls.normalize import normalize_url
 from crawler.urls.rejects import rejection_reason
@@ -38,11 +39,16 @@ class _SkipBadTargets:
     logged once per reason (then at DEBUG) and dropped (``IgnoreRequest``). With the
     ``web`` spider a target goes through its link follower as a link does (normalised,
     learned parameters removed, scope, seen, URL length, repeated segments), counted
-    by reason, and is fetched in its normal form."""
+    by reason, and is fetched in its normal form.
+
+    A redirect back to a URL of its own chain is a loop (``redirect/dropped/loop``), one
+    past ``REDIRECT_MAX_TIMES`` a chain too long (``redirect/dropped/max_hops``): each
+    dropped, counted and said once per host at INFO, not in silence at DEBUG."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._logged: set[str] = set()
+        self._said = OncePerHost()
 
     def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Any:
         try:
@@ -63,8 +69,15 @@ class _SkipBadTargets:
     def _build_redirect_request(
         self, source_request: Request, response: Response, *, url: str, **kwargs: Any
     ) -> Request:
-        if normalize_url(url) is None:
+        target = normalize_url(url)
+        if target is None:
             raise _Rejected(rejection_reason(url), url)
+        chain = [*source_request.meta.get("redirect_urls", ()), source_request.url]
+        if target in {normalize_url(u) for u in chain}:
+            self._drop(source_request, "loop", f"back to {url} after {len(chain)} redirect(s)")
+        if len(chain) > self.max_redirect_times:  # type: ignore[attr-defined]
+            self._drop(source_request, "max_hops", f"more than REDIRECT_MAX_TIMES = "
+                                                    f"{self.max_redirect_times} redirects")  # type: ignore[attr-defined]
         links = getattr(self.crawler.spider, "links", None)  # type: ignore[attr-defined]
         if isinstance(links, LinkFollower):
             accepted = links.accept(url)
@@ -72,6 +85,14 @@ class _SkipBadTargets:
                 raise IgnoreRequest(f"redirect target dropped by the link rules: {url!r}")
             url = accepted
         return super()._build_redirect_request(source_request, response, url=url, **kwargs)  # type: ignore[misc]
+
+
+    def _drop(self, request: Request, why: str, detail: str) -> None:
+        self.crawler.stats.inc_value(f"redirect/dropped/{why}")  # type: ignore[attr-defined]
+        first = request.meta.get("redirect_urls", [request.url])[0]
+        if self._said.first(urlparse_cached(request).hostname or ""):
+            logger.info("Redirects from %s dropped: %s (said once per host)", first, detail)
+        raise IgnoreRequest(f"redirect {why}: {first}")
 
 
 class SafeRedirectMiddleware(_SkipBadTargets, RedirectMiddleware):

@@ -27,6 +27,7 @@ from crawler.frontier.codec import LEASE_META, mark_failed
 from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
 from crawler.iothread import SparedCalls
+from crawler.middlewares.decompression import CUT_FLAG, DECODED_KEEP_PREFIX, DECODED_MAXSIZE
 from crawler.robots.cache import RobotsCachePolicy, RobotsEntry, RobotsLru, SharedRobotsCache
 from crawler.robots.rules import ROBOTS_MAX_BYTES, RobotsRules, product_token
 from crawler.urls.normalize import normalize_url
@@ -238,6 +239,8 @@ class RobotsMiddleware:
             logger.warning("robots.txt of %s unreachable (%s, attempt %d of %d): host disallowed, %s",
                            origin, error, entry.failures, max(1, self.retry_times), then)
             return
+        if rules.encoding not in (None, "utf-8"):
+            self.stats.inc_value(f"robotstxt/encoding/{rules.encoding}")
         if self.sitemap_follow and rules.sitemaps:
             self.crawler.signals.send_catch_log(
                 crawler_signals.sitemaps_found, sitemaps=rules.sitemaps, robots_url=origin + "/robots.txt"
@@ -254,6 +257,8 @@ class RobotsMiddleware:
             request = Request(url, priority=1000, dont_filter=True, meta={
                 _ROBOTS: 0, "dont_obey_robotstxt": True, "dont_redirect": True, "dont_retry": True,
                 "handle_httpstatus_all": True, "download_maxsize": 0,
+                # RFC 9309 2.5: what fits is parsed, however much the body decodes to.
+                DECODED_MAXSIZE: ROBOTS_MAX_BYTES + 1, DECODED_KEEP_PREFIX: True,
             })
             try:
                 response: Response = await self.crawler.engine.download_async(request)
@@ -267,6 +272,8 @@ class RobotsMiddleware:
                     return "redirects", None, None  # nowhere to go: unavailable, as too many
                 continue
             if 200 <= status < 300:
+                if CUT_FLAG in response.flags or len(response.body) > ROBOTS_MAX_BYTES:
+                    self._truncated(origin, response)
                 return "2xx", response.body[:ROBOTS_MAX_BYTES + 1], None
             if 400 <= status < 500 and status != 429:
                 return "4xx", None, None
@@ -292,6 +299,13 @@ class RobotsMiddleware:
         received += len(data)
         request.meta[_ROBOTS] = received
         if received > ROBOTS_MAX_BYTES:  # past the limit: parse knows the last line was cut
-            self.stats.inc_value("robotstxt/truncated")
             raise StopDownload(fail=False)
+
+    def _truncated(self, origin: str, response: Response) -> None:
+        """A robots.txt over ROBOTS_MAX_BYTES, as sent or once decoded: its first
+        ROBOTS_MAX_BYTES are parsed (RFC 9309 2.5); counted, and said once per fetch."""
+        self.stats.inc_value("robotstxt/truncated")
+        how = "decodes to" if CUT_FLAG in response.flags else "is"
+        logger.info("robots.txt of %s %s more than %d bytes: its first %d bytes are parsed",
+                    origin, how, ROBOTS_MAX_BYTES, ROBOTS_MAX_BYTES)
 

@@ -29,12 +29,14 @@ from urllib.parse import quote, urlsplit
 
 from protego import Protego
 
-__all__ = ["ROBOTS_MAX_BYTES", "RobotsRules", "product_token"]
+__all__ = ["ROBOTS_MAX_BYTES", "RobotsRules", "product_token", "robots_text"]
 
 #: RFC 9309 2.5: a parser must read at least 500 KiB; we read and parse exactly that much.
 ROBOTS_MAX_BYTES = 500 * 1024
 
-_BOM = b"\xef\xbb\xbf"
+# Byte order marks and the encodings they announce; UTF-32-LE's starts with UTF-16-LE's.
+_BOMS = ((b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xff\xfe\x00\x00", "utf-32-le"),
+         (b"\xef\xbb\xbf", "utf-8"), (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "utf-16-le"))
 _EOL = re.compile(r"\r\n?|\n")  # RFC 9309 2.2: NL = CR / LF / CRLF
 _TOKEN = re.compile(r"[A-Za-z0-9_-]*")
 
@@ -83,6 +85,21 @@ def _truncate(body: bytes) -> bytes:
     if body[ROBOTS_MAX_BYTES] in b"\r\n":
         return head
     return head[: max(head.rfind(b"\n"), head.rfind(b"\r")) + 1]
+
+
+def robots_text(body: bytes) -> tuple[str, str | None]:
+    """The text of a robots.txt body (RFC 9309 2.2: UTF-8) and the encoding its byte
+    order mark names, if any: a file saved as UTF-16 or UTF-32 by an editor is read by
+    its BOM, not as UTF-8 noise that holds no rule. Errors are replaced."""
+    for bom, encoding in _BOMS:
+        if body.startswith(bom):
+            if encoding == "utf-8":
+                return _truncate(body)[len(bom):].decode(encoding, "replace"), encoding
+            text = body[len(bom):ROBOTS_MAX_BYTES].decode(encoding, "replace")
+            if len(body) > ROBOTS_MAX_BYTES:  # the last line was cut in two
+                text = text[: max(text.rfind("\n"), text.rfind("\r")) + 1]
+            return text, encoding
+    return _truncate(body).decode("utf-8", "replace"), None
 
 
 def _read_record(line: str) -> tuple[str, str] | None:
@@ -144,7 +161,7 @@ class RobotsRules:
     :meth:`allowed` per request.
     """
 
-    __slots__ = ("_protego", "crawl_delay", "kind", "sitemaps")
+    __slots__ = ("_protego", "crawl_delay", "encoding", "kind", "sitemaps")
 
     def __init__(
         self,
@@ -157,16 +174,19 @@ class RobotsRules:
         self._protego = protego  # matches for _OURS; None unless parsed
         self.crawl_delay = crawl_delay  # our group's Crawl-delay (non-standard)
         self.sitemaps = sitemaps if sitemaps is not None else []  # whole file, in order
+        self.encoding: str | None = None  # named by the file's byte order mark
 
     @classmethod
     def parse(cls, body: bytes, token: str) -> RobotsRules:
         """The rules for ``token`` (a product token, see :func:`product_token`) in a
         robots.txt body: the first ROBOTS_MAX_BYTES of it (RFC 9309 2.5), decoded as
-        UTF-8 with errors replaced, less a BOM. A token that is not a product token
-        (empty, with a space) matches only the ``*`` group."""
-        text = _truncate(body).removeprefix(_BOM).decode("utf-8", "replace")
+        :func:`robots_text` reads it. A token that is not a product token (empty, with
+        a space) matches only the ``*`` group."""
+        text, encoding = robots_text(body)
         protego = Protego.parse(_for_protego(text, token))
-        return cls("parsed", protego, protego.crawl_delay(_OURS), list(protego.sitemaps))
+        rules = cls("parsed", protego, protego.crawl_delay(_OURS), list(protego.sitemaps))
+        rules.encoding = encoding
+        return rules
 
     @classmethod
     def allow_all(cls) -> RobotsRules:

@@ -10,7 +10,6 @@ import scrapy
 from lxml import etree
 from scrapy.exceptions import CloseSpider
 from scrapy.http import HtmlResponse
-from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
 from crawler import defaults
@@ -19,7 +18,9 @@ from crawler.extract.html import extract_text, parse_html
 from crawler.extract.page import extract_page, not_modified_page
 from crawler.frontier.connection import uses_redis
 from crawler.items import Page, ProbeAnswer
+from crawler.middlewares.decompression import CUT_FLAG, DECODED_KEEP_PREFIX, DECODED_MAXSIZE
 from crawler.middlewares.traps import TrapsMiddleware
+from crawler.net.decoding import DecodingError, decode
 from crawler.robots.meta import PageDirectives, page_directives
 from crawler.robots.rules import product_token
 from crawler.spiders.arguments import (
@@ -123,6 +124,7 @@ class WebSpider(scrapy.Spider):
         normalize = UrlNormalizer.from_settings(settings)
         self._normalize = normalize
         self.depth_limit = settings.getint("DEPTH_LIMIT")
+        self.sitemap_maxsize = settings.getint("SITEMAP_MAXSIZE", defaults.SITEMAP_MAXSIZE)
         self.scope = scope
         self.allowed_domains: list[str] | None = None
         # Redirects bypass the link follower: Scrapy's OffsiteMiddleware keeps them in scope
@@ -252,17 +254,26 @@ class WebSpider(scrapy.Spider):
                 self.crawler.engine.crawl(self._sitemap_request(accepted))
 
     def _sitemap_request(self, url: str) -> scrapy.Request:
-        return scrapy.Request(url, callback=self.parse_sitemap, meta={"html_only": False})
+        # Decoded as far as SITEMAP_MAXSIZE, so that one over it is said to be too large.
+        return scrapy.Request(url, callback=self.parse_sitemap, meta={
+            "html_only": False, DECODED_MAXSIZE: self.sitemap_maxsize, DECODED_KEEP_PREFIX: True})
 
     def parse_sitemap(self, response: Response) -> Iterator[scrapy.Request]:
         """Follow a sitemap index's sitemaps and a sitemap's page URLs, keeping <lastmod>."""
         stats = self.crawler.stats
-        body = response.body
-        if body[:2] == b"\x1f\x8b":
+        body, cut = response.body, CUT_FLAG in response.flags
+        if body[:2] == b"\x1f\x8b" and not cut:  # a .xml.gz file, sent as it is
             try:
-                body = gunzip(body, max_size=self.crawler.settings.getint("DOWNLOAD_MAXSIZE"))
-            except (OSError, EOFError, ValueError):  # corrupt, or over DOWNLOAD_MAXSIZE
+                decoded = decode(body, [b"gzip"], self.sitemap_maxsize)
+            except DecodingError:
                 body = b""
+            else:
+                body, cut = decoded.body, decoded.cut
+        if cut:
+            stats.inc_value("sitemap/too_large")
+            self.logger.info("Sitemap too large: %s decodes to more than %d bytes (SITEMAP_MAXSIZE)",
+                             response.url, self.sitemap_maxsize)
+            return
         try:
             sitemap = Sitemap(body)
         except (etree.XMLSyntaxError, StopIteration, ValueError):
