@@ -105,6 +105,23 @@ def test_a_host_outside_the_seeds_is_refused_and_its_pages_never_fetched(tmp_pat
     assert refused(result) == Counter(loopback=1)
 
 
+def test_the_seed_exception_is_its_origin_not_every_port_of_its_host(tmp_path):
+    # A crawl seeded at 127.0.0.1:<port> must not reach the operator's other services on
+    # 127.0.0.1 (the crawl service's own API on 6080, say); NETWORK_ALLOW can open one.
+    with TestWeb([Site("service.test", pages=2)]) as service:
+        seed = Site("seed.test", pages=2)
+        with TestWeb([seed]) as web:
+            link = f'<html><body><a href="http://127.0.0.1:{service.port}/">api</a></body></html>'
+            seed.files = {"/links.html": ("text/html", link.encode())}
+            start = f"http://127.0.0.1:{web.port}/links.html"
+            (tmp_path / "closed").mkdir()
+            (tmp_path / "opened").mkdir()
+            result = run(web, tmp_path / "closed", start)
+            assert service.hits() == [] and refused(result) == Counter(loopback=1)
+            opened = run(web, tmp_path / "opened", start, NETWORK_ALLOW="127.0.0.1/32")
+            assert len(service.hits()) > 0 and refused(opened) == Counter()
+
+
 def test_with_a_proxy_the_target_is_checked_before_it_goes_to_the_proxy(tmp_path):
     # The test web answers absolute-form requests too, so it is the proxy here.
     site = Site("seed.test", pages=3, cross_links=["other.test"], redirects={"/r/0": "http://10.0.0.1/"})

@@ -80,12 +80,13 @@ class LoopbackResolver(GuardedResolver):
             addresses = parse_addresses(os.environ.get(ADDRESSES_ENV))
         self.addresses_by_name: dict[str, str] = dict(addresses)
 
-    def addresses(self, host: str) -> defer.Deferred[list[str]]:
+    def addresses(self, host: str, port: int | None = None) -> defer.Deferred[list[str]]:
         literal = parse_host(host)  # every spelling: 0x0a000001 is 10.0.0.1
         # The guard's refusal, with its reason, comes first; then the test web's own.
-        if literal is not None and not is_loopback(str(literal)) and self.policy.check(host, literal) is None:
+        if (literal is not None and not is_loopback(str(literal))
+                and self.policy.check(host, literal, port) is None):
             return defer.fail(DNSLookupError(f"testweb refuses non-loopback address {host}"))
-        return super().addresses(host)
+        return super().addresses(host, port)
 
     def _query(self, name: str) -> defer.Deferred[tuple[list[str], float]]:
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from urllib.parse import ParseResult, SplitResult, urlsplit
 from urllib.request import getproxies
 
 from scrapy import signals
@@ -26,6 +26,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _LOGGED_HOSTS_MAX = 10_000  # hosts whose refusal was logged; then logging starts afresh
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin(url: SplitResult | ParseResult) -> tuple[str, int] | None:
+    """(host, port) of an http or https URL, the scheme's default port when none is named."""
+    if url.scheme not in _DEFAULT_PORTS or not url.hostname:
+        return None
+    try:
+        return url.hostname, url.port or _DEFAULT_PORTS[url.scheme]
+    except ValueError:  # a port out of range
+        return None
 
 
 def _is_seed(request: Request) -> bool:
@@ -39,7 +50,8 @@ class AddressGuardMiddleware:
     Before robots.txt and before any proxy, a request's host is resolved through the
     :class:`~crawler.net.resolver.GuardedResolver` and refused (``IgnoreRequest``)
     when no address of it is allowed, or when its scheme is not http or https. The
-    seeds' hosts and configured proxies are allowed. The resolver checks again at
+    seeds' origins (host and port) and configured proxies are allowed: another port of a
+    seed's host goes through the guard like any address. The resolver checks again at
     connection time, on the addresses actually connected to; a refusal there (a DNS
     answer that changed) surfaces as CannotResolveHostError and is turned into
     ``IgnoreRequest`` here. Each refusal is counted as ``address_guard/refused/<reason>``
@@ -74,17 +86,18 @@ class AddressGuardMiddleware:
     def spider_opened(self, spider: Spider) -> None:
         seeds = getattr(spider, "seed_urls", None) or getattr(spider, "start_urls", None) or []
         for url in seeds:
-            host = urlsplit(url).hostname
-            if host:
-                self.policy.allow_host(host)
+            seed = origin(urlsplit(url))
+            if seed:
+                self.policy.allow_origin(*seed)
 
     async def process_request(self, request: Request) -> None:
         if not self.policy.enabled:
             return
         parts = urlparse_cached(request)
         host = parts.hostname or ""
-        if _is_seed(request) and host:
-            self.policy.allow_host(host)
+        where = origin(parts)
+        if _is_seed(request) and where:
+            self.policy.allow_origin(*where)
         if parts.scheme not in ("http", "https"):
             if not _is_seed(request):
                 self._refuse(request, host or parts.scheme, "scheme")
@@ -92,10 +105,11 @@ class AddressGuardMiddleware:
         proxy = request.meta.get("proxy")
         if proxy and urlsplit(proxy).hostname:
             self.policy.allow_host(urlsplit(proxy).hostname)
-        if self.resolver is None or self.policy.allows_host(host):
+        port = where[1] if where else None
+        if self.resolver is None or self.policy.allows_host(host, port):
             return
         try:
-            await maybe_deferred_to_future(self.resolver.addresses(host))
+            await maybe_deferred_to_future(self.resolver.addresses(host, port))
         except AddressRefused as refused:
             self._refuse(request, host, refused.reason)
         except DNSLookupError:
@@ -104,8 +118,10 @@ class AddressGuardMiddleware:
     def process_exception(self, request: Request, exception: Exception) -> None:
         if self.resolver is None or not isinstance(exception, CannotResolveHostError):
             return
-        host = urlparse_cached(request).hostname or ""
-        reason = self.resolver.refusal(host)
+        parts = urlparse_cached(request)
+        where = origin(parts)
+        host = parts.hostname or ""
+        reason = self.resolver.refusal(host, where[1] if where else None)
         if reason:
             self._refuse(request, host, reason)
 

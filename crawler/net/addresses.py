@@ -108,16 +108,19 @@ class AddressPolicy:
     """The guard's decision for a host and the address it resolved to.
 
     ``enabled`` False allows everything. Allowed whatever their address: hosts named
-    in ``allow`` or added with :meth:`allow_host` (the seeds' hosts), and addresses in
-    the networks of ``allow``. Entries of ``allow`` that parse as a network (a CIDR or
-    one address, in any spelling :func:`parse_host` reads) are networks; others are
-    host names, but one with a ``/`` is a ValueError.
+    in ``allow`` or added with :meth:`allow_host` (a configured proxy), on any port; the
+    seeds' origins added with :meth:`allow_origin`, on their own port only (a seed at
+    ``127.0.0.1:8080`` does not open the operator's other services on that host); and
+    addresses in the networks of ``allow``. Entries of ``allow`` that parse as a network
+    (a CIDR or one address, in any spelling :func:`parse_host` reads) are networks;
+    others are host names, but one with a ``/`` is a ValueError.
     """
 
     def __init__(self, enabled: bool = True, allow: Iterable[str] = ()) -> None:
         self.enabled = enabled
         self.networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
         self.hosts: set[str] = set()
+        self.origins: set[tuple[str, int]] = set()  # (canonical host, port) of the seeds
         for entry in allow:
             entry = entry.strip()
             if not entry:
@@ -130,16 +133,27 @@ class AddressPolicy:
                 self.allow_host(entry)
 
     def allow_host(self, host: str) -> None:
-        """Allow ``host`` (a seed's host, a configured proxy) whatever it resolves to."""
+        """Allow ``host`` (a configured proxy) on any port, whatever it resolves to."""
         self.hosts.add(canonical_host(host))
 
-    def allows_host(self, host: str) -> bool:
-        """Whether ``host`` is allowed by name (its address need not be checked)."""
-        return not self.enabled or canonical_host(host) in self.hosts
+    def allow_origin(self, host: str, port: int) -> None:
+        """Allow ``host`` on ``port`` (a seed's origin: a scheme's default port when its URL
+        names none), whatever it resolves to. The scheme is not kept: a connection is a
+        host and a port, and no other scheme reaches another service through them."""
+        self.origins.add((canonical_host(host), port))
 
-    def check(self, host: str, address: Address | str) -> str | None:
-        """None if a connection to ``address`` for ``host`` may go ahead, else the reason."""
-        if self.allows_host(host):
+    def allows_host(self, host: str, port: int | None = None) -> bool:
+        """Whether ``host`` (on ``port``, when known) is allowed by name: its address need
+        not be checked."""
+        if not self.enabled:
+            return True
+        name = canonical_host(host)
+        return name in self.hosts or (name, port) in self.origins
+
+    def check(self, host: str, address: Address | str, port: int | None = None) -> str | None:
+        """None if a connection to ``address`` (on ``port``) for ``host`` may go ahead, else
+        the reason."""
+        if self.allows_host(host, port):
             return None
         if isinstance(address, str):
             address = ipaddress.ip_address(address)

@@ -174,40 +174,40 @@ class GuardedResolver:
             # middleware reads the reason back from refusal().
             logger.debug("%s: %s", hostName, failure.getErrorMessage())
 
-        d = self.addresses(hostName)
+        d = self.addresses(hostName, portNumber or None)
         d.addCallbacks(deliver, failed)
         d.addBoth(lambda _: resolutionReceiver.resolutionComplete())
         return resolution
 
     # ------------------------------------------------------------ guarded answers
 
-    def addresses(self, host: str) -> defer.Deferred[list[str]]:
-        """The addresses a connection to ``host`` may use; fails with
+    def addresses(self, host: str, port: int | None = None) -> defer.Deferred[list[str]]:
+        """The addresses a connection to ``host`` (on ``port``) may use; fails with
         :class:`AddressRefused` when the guard allows none, DNSLookupError when the
         name does not resolve."""
         literal = parse_host(host)
         if literal is not None:
-            return self._checked(host, [str(literal)])
+            return self._checked(host, [str(literal)], port)
         d = self.lookup(host)
-        d.addCallback(lambda addresses: self._checked(host, addresses))
+        d.addCallback(lambda addresses: self._checked(host, addresses, port))
         return d
 
-    def _checked(self, host: str, addresses: list[str]) -> defer.Deferred[list[str]]:
-        allowed = [a for a in addresses if self.policy.check(host, a) is None]
+    def _checked(self, host: str, addresses: list[str], port: int | None) -> defer.Deferred[list[str]]:
+        allowed = [a for a in addresses if self.policy.check(host, a, port) is None]
         if allowed:
             return defer.succeed(allowed)
-        return defer.fail(AddressRefused(host, self.policy.check(host, addresses[0]) or "refused"))
+        return defer.fail(AddressRefused(host, self.policy.check(host, addresses[0], port) or "refused"))
 
-    def refusal(self, host: str) -> str | None:
-        """Why the guard refuses ``host`` on its current answer, or None (not refused,
-        or not resolved now)."""
+    def refusal(self, host: str, port: int | None = None) -> str | None:
+        """Why the guard refuses ``host`` (on ``port``) on its current answer, or None (not
+        refused, or not resolved now)."""
         literal = parse_host(host)
         if literal is not None:
-            return self.policy.check(host, literal)
+            return self.policy.check(host, literal, port)
         answer = self.cache.get(canonical_host(host), self.clock())
         if answer is None or not answer.addresses:
             return None
-        reasons = [self.policy.check(host, a) for a in answer.addresses]
+        reasons = [self.policy.check(host, a, port) for a in answer.addresses]
         return None if None in reasons else reasons[0]
 
     def lookup_error(self, host: str) -> str | None:
