@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
 REQUEST_FINGERPRINTER_CLASS = "crawler.urls.fingerprinter.UrlFingerprinter"
 TWISTED_DNS_RESOLVER = "crawler.net.resolver.GuardedResolver"
+DOWNLOAD_HANDLER = "crawler.net.download.PromptDownloadHandler"
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 # What the resolver reads; only these are process-level (the spider exists before add-ons run).
 RESOLVER_SETTINGS = ("NETWORK_GUARD", "NETWORK_ALLOW", "DNSCACHE_SIZE", "DNS_TIMEOUT", "DNS_MIN_TTL",
@@ -59,6 +60,8 @@ COMPONENTS = {
     },
     "EXTENSIONS": {
         "crawler.extensions.bound.BoundMonitor": 500,
+        # Sends crawl_closing: the downloads in flight end promptly (PromptDownloadHandler).
+        "crawler.extensions.closing.ClosingAnnouncer": 500,
     },
     "ITEM_PIPELINES": {
         "crawler.pipelines.fingerprint.ContentHashPipeline": 300,
@@ -103,6 +106,7 @@ class PoliteCrawler:
         settings.set("REQUEST_FINGERPRINTER_CLASS", REQUEST_FINGERPRINTER_CLASS, priority="addon")
         self._take_over_download_delay(settings)
         self._install_scheduler(settings)
+        self._install_download_handler(settings)
         # Ours replaces Scrapy's: both would fetch robots.txt, and Scrapy's obeys a 5xx page.
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, None)
         # Ours skip and count a redirect to javascript: or a malformed host; Scrapy's raise.
@@ -127,6 +131,15 @@ class PoliteCrawler:
         logger.info("PoliteCrawler: DOWNLOAD_DELAY = %s is kept by the frontier as the minimum gap "
                     "between fetches to a host (POLITENESS_MIN_DELAY = %s)",
                     delay, settings.getfloat("POLITENESS_MIN_DELAY"))
+
+    @staticmethod
+    def _install_download_handler(settings: BaseSettings) -> None:
+        """Scrapy's HTTP/1.1 handler with downloads that end promptly when the crawl closes,
+        for http and https, unless the project names its own handler for them."""
+        handlers = settings["DOWNLOAD_HANDLERS"]
+        for scheme in ("http", "https"):
+            if handlers.get(scheme) is None:
+                handlers.set(scheme, DOWNLOAD_HANDLER, priority="addon")
 
     @staticmethod
     def _install_scheduler(settings: BaseSettings) -> None:

@@ -17,10 +17,16 @@ DEPTH_LIMIT = 20
 URLLENGTH_LIMIT = 2048
 # Bodies larger than this are not downloaded (Scrapy: 1 GiB).
 DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
+# Downloads still in flight this long after the crawl decided to close are cancelled (their
+# URLs fetched again on resume): Scrapy would wait up to DOWNLOAD_TIMEOUT for each.
+DOWNLOAD_CLOSE_GRACE = 5.0
 # A response whose header section is larger is refused, its body unread (0: no limit).
 DOWNLOAD_MAXHEADERSIZE = 64 * 1024
 # No warning per large page: the cap above already bounds them.
 DOWNLOAD_WARNSIZE = 0
+# A download that takes longer fails (Scrapy: 180 s). Nutch and StormCrawler use 10 s; 30 s
+# lets a slow server send a page of DOWNLOAD_MAXSIZE at ~350 KB/s, and frees a stalled slot soon.
+DOWNLOAD_TIMEOUT = 30
 # Scrapy's immediate retry is off: the frontier's retry chain (FRONTIER_RETRY_DELAYS) retries.
 RETRY_ENABLED = False
 # RemoteControl (Scrapy 2.19) opens an HTTP port that runs code sent to it.

@@ -32,3 +32,8 @@ store_safe = object()
 #: order they were built (content seen, then the pipelines, then the scheduler), as they
 #: would the item, without it entering the project's own pipelines and feeds.
 page_captured = object()
+
+#: The crawl has decided to close (``reason``: ``max_pages``, ``closespider_*``, ``shutdown``
+#: for a stop or SIGINT...), before Scrapy waits for the downloads in flight. Sent once, by
+#: :class:`~crawler.extensions.closing.ClosingAnnouncer`.
+crawl_closing = object()

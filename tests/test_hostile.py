@@ -3,6 +3,8 @@ and a UTF-16 robots.txt end bounded, counted, said once, never as a traceback.""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 from hostileweb import HostileWeb
 from testweb import Site
@@ -54,3 +56,21 @@ def test_every_hostile_host_ends_bounded_counted_and_quiet(crawl, web_factory, h
     assert result.log.count("said once per host") <= 8
     # Memory bounded whatever the ratio: each bomb decodes to 1 GiB.
     assert stats["memusage/max"] < 600 * MB, stats["memusage/max"] / MB
+
+
+def _log_time(log: str, marker: str) -> datetime:
+    line = next(line for line in log.splitlines() if marker in line)
+    return datetime.strptime(line[:19], "%Y-%m-%d %H:%M:%S")
+
+
+def test_a_stalled_download_does_not_hold_the_end_of_a_crawl(crawl, web_factory, hostile, tmp_path):
+    web = web_factory([Site("calm.test", pages=40)])
+    seeds = f"{hostile.url('stall')},http://calm.test:{web.port}/"
+    result = crawl(web, tmp_path, f"seeds={seeds}", "max_pages=8", timeout=120)
+    assert result.returncode == 0, result.log[-3000:]
+    _no_traceback(result.log)
+    closing = _log_time(result.log, "Closing spider (max_pages)")
+    closed = _log_time(result.log, "Spider closed (max_pages)")
+    assert (closed - closing).total_seconds() <= 10  # DOWNLOAD_TIMEOUT is 30 s, Scrapy's 180 s
+    assert result.stats["download/cancelled_at_close"] == 1
+    assert result.stats.get("frontier/retries", 0) == 0

@@ -15,6 +15,16 @@ FAILED_META = "frontier_failed"
 #: request.meta: failures of the URL so far, kept in the stored request across retries.
 ATTEMPTS_META = "frontier_attempts"
 
+#: request.meta: the URL was not done on purpose (max_pages, a download cancelled at close):
+#: its lease is kept, and the frontier hands it out again on resume.
+KEEP_LEASE_META = "frontier_keep_lease"
+
+
+def keep_lease(request: Request) -> None:
+    """The URL of ``request`` is not done, on purpose: fetched again on resume."""
+    request.meta[KEEP_LEASE_META] = True
+
+
 def mark_failed(request: Request, reason: str) -> None:
     """The URL of ``request`` failed (fetch or processing): its frontier retries it."""
     request.meta.setdefault(FAILED_META, reason)
@@ -84,7 +94,7 @@ def with_attempts_reset(text: str) -> str:
 
 
 # Meta of one fetch, not carried into a revisit; headers Scrapy's middlewares set again.
-_ONE_FETCH_META = frozenset({"retry_times", "sitemap_lastmod", "frontier_keep_lease", ATTEMPTS_META})
+_ONE_FETCH_META = frozenset({"retry_times", "sitemap_lastmod", KEEP_LEASE_META, ATTEMPTS_META})
 _DEFAULT_HEADERS = (b"User-Agent", b"Accept", b"Accept-Language", b"Accept-Encoding", b"Cookie",
                     b"If-None-Match", b"If-Modified-Since")
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from scrapy import Request
 
-from crawler.frontier.codec import FAILED_META
+from crawler.frontier.codec import FAILED_META, KEEP_LEASE_META
 from crawler.store.durable import BATCH_PREFIX
 
 Lease = tuple[int, int]  # (fingerprint, token)
@@ -85,7 +85,7 @@ class LeaseBook:
             elif reason := request.meta.get(FAILED_META):
                 out.failed.append((request, fp, token, reason))
                 self._revisit_states.pop((fp, token), None)
-            elif request.meta.get("frontier_keep_lease"):
+            elif request.meta.get(KEEP_LEASE_META):
                 out.kept += 1
                 self._revisit_states.pop((fp, token), None)
             elif files := {n for n in request.meta.get(_AWAITING, ()) if n not in self._safe}:

@@ -16,6 +16,7 @@ from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.extract.html import extract_text, parse_html
 from crawler.extract.page import extract_page, not_modified_page
+from crawler.frontier.codec import KEEP_LEASE_META
 from crawler.frontier.connection import uses_redis
 from crawler.items import Page, ProbeAnswer
 from crawler.middlewares.decompression import CUT_FLAG, DECODED_KEEP_PREFIX, DECODED_MAXSIZE
@@ -193,7 +194,7 @@ class WebSpider(scrapy.Spider):
             stats.inc_value("content/dropped/not_html")
             return
         if self.max_pages and self.pages >= self.max_pages:
-            response.meta["frontier_keep_lease"] = True  # not stored: fetched again on resume
+            response.meta[KEEP_LEASE_META] = True  # not stored: fetched again on resume
             return
         depth = response.meta.get("depth", 0)
         page, hrefs, base = extract_page(response, self._normalize(response.url) or response.url, self.clock)
