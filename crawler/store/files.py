@@ -14,6 +14,7 @@ whole, and a member torn by a crash is cut when the store is next opened
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -82,6 +83,15 @@ class LocalStore:
         """The file is closed whole: no longer one to repair."""
         unmark_writing(self.root, name)
 
+    @property
+    def writes_to(self) -> Path:
+        """The local directory files are written in (where room may run out)."""
+        return self.root
+
+    def cut(self, name: str, size: int) -> None:
+        """Cut ``name`` back to its first ``size`` bytes (a write that failed halfway)."""
+        os.truncate(self.root / name, size)
+
     def recover(self) -> None:
         """Cut the torn tails of the files a killed run left open (``crawler.store.repair``)."""
         repair_local(self.root)
@@ -144,6 +154,7 @@ class RollingFile:
         self.file_name = ""
         self._file: BinaryIO | None = None
         self._opened_at = 0.0
+        self._whole = 0  # bytes of the current file that are whole records
 
     def current(self) -> BinaryIO:
         """The file to append to now (a new one when the last is full or old)."""
@@ -155,11 +166,31 @@ class RollingFile:
             self.sequence += 1
             file = self._file = self.store.open_append(self.file_name)
             self._opened_at = time.monotonic()
+            self._whole = 0
             self.opened(file)
+            self.mark_whole()
         return file
 
     def opened(self, file: BinaryIO) -> None:
         """A new file was started (a subclass may write a header record)."""
+
+    def mark_whole(self) -> None:
+        """What the current file holds now is whole records: a write that fails later is
+        cut back to here (``abandon``)."""
+        if self._file is not None:
+            self._whole = self._file.tell()
+
+    def abandon(self) -> None:
+        """After a write that failed (no room): the current file is closed, cut back to its
+        last whole record and handed to the store; the next write starts a new file, with
+        a new compressor (one that failed halfway through a member stays unusable)."""
+        file, self._file = self._file, None
+        if file is None:
+            return
+        with contextlib.suppress(OSError):  # the buffer's flush may fail again: cut below it
+            file.close()
+        self.store.cut(self.file_name, self._whole)
+        self.store.finish(self.file_name)
 
     def sync(self) -> None:
         """Make what was written to the current file durable (fsync)."""

@@ -108,6 +108,15 @@ class S3Store:
     #: Pages written here are safe only once their file is uploaded.
     remote = True
 
+    @property
+    def writes_to(self) -> Path:
+        """The local directory files are written in (where room may run out)."""
+        return self.spool
+
+    def cut(self, name: str, size: int) -> None:
+        """Cut the spooled ``name`` back to its first ``size`` bytes (a write that failed)."""
+        os.truncate(self.spool / name, size)
+
     def finish(self, name: str, spool: Path | None = None) -> None:
         """Upload the complete file ``name`` in a thread (``wait`` waits for it); then
         ``on_uploaded(name)`` runs, in the reactor thread, if the upload succeeded."""
