@@ -149,6 +149,10 @@ STORE_FSYNC_INTERVAL = 1.0
 STORE_INDEX_DIR = "crawl-index"
 # s3:// stores: files are written here first and leave once uploaded.
 STORE_SPOOL_DIR = "crawl-spool"
+# A store with no room (a full disk, a quota) pauses the crawl: probed this often (seconds)...
+STORE_FULL_PROBE_INTERVAL = 5.0
+# ...and the crawl closes, to be resumed, when it is still full after this long.
+STORE_FULL_TIMEOUT = 3600.0
 # S3 requests that fail are retried this many times by botocore (standard mode, up to 20 s apart).
 STORE_UPLOAD_RETRIES = 8
 

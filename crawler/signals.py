@@ -37,3 +37,10 @@ page_captured = object()
 #: for a stop or SIGINT...), before Scrapy waits for the downloads in flight. Sent once, by
 #: :class:`~crawler.extensions.closing.ClosingAnnouncer`.
 crawl_closing = object()
+
+#: The page store has no room (a full disk, a quota): the frontier claims no URL until
+#: ``store_writable``. Sent once per episode by :class:`~crawler.pipelines.space.StoreSpaceWatch`.
+store_full = object()
+
+#: The page store can be written again after ``store_full``: the crawl goes on.
+store_writable = object()

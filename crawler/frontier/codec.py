@@ -25,6 +25,16 @@ def keep_lease(request: Request) -> None:
     request.meta[KEEP_LEASE_META] = True
 
 
+#: request.meta: the URL was not done for a reason of this worker's (its store has no room):
+#: queued again at once, its attempts not spent.
+REQUEUE_META = "frontier_requeue"
+
+
+def requeue(request: Request) -> None:
+    """The URL of ``request`` is queued again at once, not counted as a failed attempt."""
+    request.meta[REQUEUE_META] = True
+
+
 def mark_failed(request: Request, reason: str) -> None:
     """The URL of ``request`` failed (fetch or processing): its frontier retries it."""
     request.meta.setdefault(FAILED_META, reason)
@@ -32,7 +42,8 @@ def mark_failed(request: Request, reason: str) -> None:
 
 # Meta keys set for one fetch; meaningless once the request is stored.
 _RUNTIME_META = frozenset(
-    {"download_slot", "download_latency", LEASE_META, FAILED_META, "_frontier_fetch", "_frontier_uploads"}
+    {"download_slot", "download_latency", LEASE_META, FAILED_META, "_frontier_fetch", "_frontier_uploads",
+     REQUEUE_META}
 )
 
 
@@ -94,7 +105,7 @@ def with_attempts_reset(text: str) -> str:
 
 
 # Meta of one fetch, not carried into a revisit; headers Scrapy's middlewares set again.
-_ONE_FETCH_META = frozenset({"retry_times", "sitemap_lastmod", KEEP_LEASE_META, ATTEMPTS_META})
+_ONE_FETCH_META = frozenset({"retry_times", "sitemap_lastmod", KEEP_LEASE_META, REQUEUE_META, ATTEMPTS_META})
 _DEFAULT_HEADERS = (b"User-Agent", b"Accept", b"Accept-Language", b"Accept-Encoding", b"Cookie",
                     b"If-None-Match", b"If-Modified-Since")
 

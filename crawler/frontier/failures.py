@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
 
-from crawler.frontier.codec import ATTEMPTS_META, mark_failed, request_to_json
+from crawler.frontier.codec import ATTEMPTS_META, mark_failed, request_to_json, requeue
 from crawler.frontier.policy import RetryPolicy, is_exhausted, is_permanent, is_unreachable
+from crawler.store.space import StoreFull
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -137,6 +138,12 @@ class FailureChain:
         """A page that failed in the pipelines is not stored: an attempt that failed."""
         if response is not None and response.request is not None:
             mark_failed(response.request, f"pipeline: {failure.getErrorMessage()}")
+
+    def item_dropped(self, item: Any, response: Response, exception: BaseException) -> None:
+        """A page not stored because the store has no room: queued again at once, not an
+        attempt of its URL (the scheduler claims nothing until the store has room)."""
+        if isinstance(exception, StoreFull) and response is not None and response.request is not None:
+            requeue(response.request)
 
     def spider_error(self, failure: Any, response: Response) -> None:
         """The callback raised: an attempt that failed (a poison page ends as a dead letter)."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from scrapy import Request
 
-from crawler.frontier.codec import FAILED_META, KEEP_LEASE_META
+from crawler.frontier.codec import FAILED_META, KEEP_LEASE_META, REQUEUE_META
 from crawler.store.durable import BATCH_PREFIX
 
 Lease = tuple[int, int]  # (fingerprint, token)
@@ -22,6 +22,7 @@ class Finished:
     done: list[tuple[Request, int, int]] = field(default_factory=list)  # ack or revisit
     failed: list[tuple[Request, int, int, str]] = field(default_factory=list)  # retry chain
     kept: int = 0  # not stored on purpose (max_pages): fetched again on resume
+    requeued: list[tuple[Request, int, int]] = field(default_factory=list)  # store full: queued again
 
 
 class LeaseBook:
@@ -82,6 +83,9 @@ class LeaseBook:
             request, fp, token = entry
             if request in in_progress:
                 still.append(entry)
+            elif request.meta.get(REQUEUE_META):
+                out.requeued.append(entry)
+                self._revisit_states.pop((fp, token), None)
             elif reason := request.meta.get(FAILED_META):
                 out.failed.append((request, fp, token, reason))
                 self._revisit_states.pop((fp, token), None)

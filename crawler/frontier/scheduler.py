@@ -37,6 +37,7 @@ from crawler.frontier.policy import (
     PriorityLevels,
     RetryPolicy,
 )
+from crawler.frontier.store_room import StoreRoom
 from crawler.frontier.timers import EarliestCall
 from crawler.frontier.upkeep import (
     Opening,
@@ -129,8 +130,10 @@ class FrontierScheduler(BaseScheduler):
                                    lambda: self.waker.in_seconds(0))
         self.host_news = HostNews(self._write, frontier.policy)  # kept: signals hold weak references
         self.host_news.connect(crawler.signals)
+        self.store_room = StoreRoom(crawler.signals, lambda: self.waker.in_seconds(0))
         for handler, signal in (
             (self.failures.item_error, signals.item_error),
+            (self.failures.item_dropped, signals.item_dropped),
             (self.failures.spider_error, signals.spider_error),
             (self._item_scraped, signals.item_scraped),
             (self._page_stored, crawler_signals.page_captured),
@@ -298,6 +301,8 @@ class FrontierScheduler(BaseScheduler):
         engine woken when the claims are in."""
         self._ack_finished()
         claimed = self.link.claimed
+        if self.store_room.full:  # pages fetched now could not be stored
+            return None
         if not claimed:
             self.link.claim(max(1, self._concurrency - len(self.leases)))
             if not claimed:
@@ -319,6 +324,8 @@ class FrontierScheduler(BaseScheduler):
         finished = self.leases.finished(in_progress)
         for request, fp, token, reason in finished.failed:
             self.failures.failed(request, fp, token, reason, self.spider)
+        for request, fp, token in finished.requeued:  # not a failure: its attempts not spent
+            self._write("requeue", fp, token, request_to_json(request, self.spider)[0])
         if finished.kept:
             self.crawler.stats.inc_value("frontier/kept_leases", finished.kept)
         self._done(finished.done)

@@ -10,16 +10,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import scrapy
+from scrapy.utils.defer import deferred_from_coro
 
 from crawler import defaults
 from crawler import signals as crawler_signals
+from crawler.frontier.codec import requeue
 from crawler.frontier.revisit import NOT_MODIFIED, UNCHANGED
 from crawler.items import Page
 from crawler.paths import data_path
+from crawler.pipelines.space import StoreSpaceWatch
 from crawler.stages import StageClock
 from crawler.store.durable import FsyncBatches
 from crawler.store.files import LocalStore, Location, SegmentWriter, open_store, segment_name
 from crawler.store.index import PageIndex
+from crawler.store.space import StoreFull, is_no_space
 from crawler.store.warc import (
     IDENTICAL_PROFILE,
     NEAR_TEXT_PROFILE,
@@ -98,8 +102,10 @@ class PageStorePipeline:
     def __init__(self, store: LocalStore | S3Store, stats: StatsCollector, roll_bytes: int,
                  roll_seconds: float = 0, signals: SignalManager | None = None,
                  gzip_level: int = defaults.STORE_GZIP_LEVEL, index: PageIndex | None = None,
-                 fsync_interval: float = defaults.STORE_FSYNC_INTERVAL) -> None:
+                 fsync_interval: float = defaults.STORE_FSYNC_INTERVAL,
+                 space: StoreSpaceWatch | None = None) -> None:
         self.store = store
+        self.space = space
         self.index = index
         self.root = str(store.root if store.remote else Path(store.root).resolve())
         # Index rows waiting for their pages to be safe (names of the uploads or fsync
@@ -131,6 +137,12 @@ class PageStorePipeline:
             PageIndex(data_path(settings, "STORE_INDEX_DIR")),
             settings.getfloat("STORE_FSYNC_INTERVAL", defaults.STORE_FSYNC_INTERVAL),
         )
+        pipeline.space = StoreSpaceWatch(
+            pipeline.store.writes_to, crawler.stats, crawler.signals,
+            settings.getfloat("STORE_FULL_PROBE_INTERVAL", defaults.STORE_FULL_PROBE_INTERVAL),
+            settings.getfloat("STORE_FULL_TIMEOUT", defaults.STORE_FULL_TIMEOUT),
+            lambda reason: deferred_from_coro(crawler.engine.close_spider_async(reason=reason)),
+        )
         crawler.signals.connect(pipeline.page_captured, signal=crawler_signals.page_captured)
         return pipeline
 
@@ -153,7 +165,11 @@ class PageStorePipeline:
 
     def page_captured(self, page: Page, response: Response) -> None:
         """A page captured from another spider's response is stored like a yielded one."""
-        self.process_item(page)
+        try:
+            self.process_item(page)
+        except StoreFull:
+            if response.request is not None:
+                requeue(response.request)
 
     def open_spider(self) -> None:
         self.store.recover()
@@ -182,8 +198,21 @@ class PageStorePipeline:
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, Page):
             return item
+        if self.space is not None and self.space.full:
+            raise StoreFull(f"not stored, the store has no room: {item.url}")
         start = self.clock.now()
-        self._store(item)
+        try:
+            self._store(item)
+        except OSError as error:
+            if not is_no_space(error) or self.space is None:
+                raise
+            # What this page wrote is cut off; the next page starts new files.
+            self._warc.abandon()
+            self._meta.abandon()
+            self.space.became_full(error)
+            raise StoreFull(f"not stored, the store has no room: {item.url}") from None
+        self._warc.mark_whole()
+        self._meta.mark_whole()
         self.clock.add("store", start)
         return item
 

@@ -1,0 +1,71 @@
+"""A store that runs out of room pauses the crawl: said once, nothing lost, every page
+stored once room comes back (a small tmpfs as the store's disk)."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from crawling import CrawlResult, crawl_command
+from testweb import Site
+
+from crawler.store.files import LocalStore
+
+PAGES = 120
+
+
+@contextlib.contextmanager
+def small_disk(path: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``path`` (root only), unmounted after."""
+    path.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                             capture_output=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def _wait_for(path: Path, text: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:  # bounded in time
+        if text in path.read_text(errors="replace"):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_a_full_store_pauses_the_crawl_and_every_page_is_stored_once_room_returns(web_factory, tmp_path):
+    web = web_factory([Site("full.test", pages=PAGES)])
+    with small_disk(tmp_path / "disk", "4m") as disk:
+        filler = disk / "filler"
+        filler.write_bytes(b"\0" * (3900 * 1024))  # leaves ~200 KB: room for a few dozen pages
+        store = disk / "store"
+        command, env = crawl_command(web, tmp_path, f"seeds={web.url('full.test')}", STORE_URI=store,
+                                     STORE_FULL_PROBE_INTERVAL=1, STORE_FSYNC_INTERVAL=0.2)
+        log = tmp_path / "crawl.log"
+        with log.open("w") as out:
+            crawl = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
+            try:
+                assert _wait_for(log, "has no room", 120), log.read_text()[-3000:]
+                time.sleep(3)  # paused: probes fail, nothing is claimed
+                filler.unlink()  # room comes back
+                returncode = crawl.wait(timeout=180)
+            finally:
+                crawl.kill()
+        result = CrawlResult(returncode, log.read_text(), LocalStore(store))
+        assert result.returncode == 0, result.log[-3000:]
+        assert "Traceback" not in result.log
+        errors = [line for line in result.log.splitlines() if "] ERROR:" in line]
+        assert 1 <= len(errors) <= 20, errors
+        stats = result.stats
+        assert stats["store/full"] >= 1
+        assert stats.get("frontier/dead_letters", 0) == 0 and stats.get("frontier/retries", 0) == 0
+        urls = {record["url"] for record in result.records}  # every file reads to its end
+        assert urls == {web.page_url("full.test", i) for i in range(PAGES)}
