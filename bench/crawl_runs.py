@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import subprocess
 import threading
 import time
@@ -67,6 +68,14 @@ def run_process(
     CPU is the child's user + system time from ``os.wait4`` (its own rusage, not a
     delta of this process's children, so the server thread here never counts).
     """
+    usage, wall, code = run_measured(cmd, env, cwd, log_path, timeout)
+    return usage.ru_utime + usage.ru_stime, wall, code
+
+
+def run_measured(
+    cmd: Sequence[str], env: Mapping[str, str], cwd: Path, log_path: Path, timeout: float
+) -> tuple[resource.struct_rusage, float, int]:
+    """``run_process`` with the child's whole rusage (``ru_maxrss``: its peak RSS in KiB)."""
     with log_path.open("wb") as log:
         t0 = time.perf_counter()
         proc = subprocess.Popen(
@@ -84,7 +93,7 @@ def run_process(
         raise CrawlError(
             f"timed out after {timeout:.0f} s: {' '.join(cmd)}\nlast lines of its log:\n{log_tail(log_path)}"
         )
-    return usage.ru_utime + usage.ru_stime, wall, proc.returncode
+    return usage, wall, proc.returncode
 
 
 def log_tail(log_path: Path, lines: int = 30) -> str:

@@ -58,6 +58,7 @@ def decode(body: bytes, applied: Sequence[bytes], limit: int) -> Decoded:
 
 
 def _decode_layer(data: bytes, coding: bytes, limit: int) -> tuple[bytes, bool]:
+    """One coding undone, at most ``limit`` bytes out (one copy of them: up to 50 MiB)."""
     cap = limit + 1 if limit else 0
     if coding in (b"gzip", b"x-gzip"):
         out = _zlib(data, zlib.MAX_WBITS | 16, cap)
@@ -70,12 +71,13 @@ def _decode_layer(data: bytes, coding: bytes, limit: int) -> tuple[bytes, bool]:
         out = _brotli(data, cap)
     else:
         out = _zstd(data, cap)
-    if limit and len(out) > limit:
-        return out[:limit], True
-    return out, False
+    cut = bool(limit) and len(out) > limit
+    if cut:
+        del out[limit:]
+    return bytes(out), cut
 
 
-def _zlib(data: bytes, wbits: int, cap: int) -> bytes:
+def _zlib(data: bytes, wbits: int, cap: int) -> bytearray:
     """gzip (every member), zlib or raw deflate; a stream cut short gives what it holds."""
     out = bytearray()
     while data:
@@ -91,10 +93,10 @@ def _zlib(data: bytes, wbits: int, cap: int) -> bytes:
         if not decompressor.eof or _full(out, cap) or wbits != zlib.MAX_WBITS | 16:
             break
         data = decompressor.unused_data  # the next gzip member, if any
-    return bytes(out)
+    return out
 
 
-def _brotli(data: bytes, cap: int) -> bytes:
+def _brotli(data: bytes, cap: int) -> bytearray:
     decompressor = brotli.Decompressor()
     out = bytearray()
     try:
@@ -107,10 +109,10 @@ def _brotli(data: bytes, cap: int) -> bytes:
     except brotli.error as error:
         if not out:
             raise DecodingError(str(error)) from None
-    return bytes(out)
+    return out
 
 
-def _zstd(data: bytes, cap: int) -> bytes:
+def _zstd(data: bytes, cap: int) -> bytearray:
     out = bytearray()
     while data:
         decompressor = zstd.ZstdDecompressor()
@@ -125,7 +127,7 @@ def _zstd(data: bytes, cap: int) -> bytes:
         if not decompressor.eof or _full(out, cap):
             break
         data = decompressor.unused_data  # the next frame, if any
-    return bytes(out)
+    return out
 
 
 def _room(out: bytearray, cap: int) -> int:
