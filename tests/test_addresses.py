@@ -159,3 +159,13 @@ def test_the_cache_is_bounded_least_recently_used_first():
     cache.put("c", ["192.0.2.3"], 60, 1)
     assert len(cache) == 2 and cache.get("b", 2) is None and cache.get("a", 2) is not None
     assert len(DnsCache(0, 1, 1, 1)) == 0
+
+
+def test_a_seed_origin_allows_its_own_port_only():
+    policy = AddressPolicy()
+    policy.allow_origin("127.0.0.1", 8080)
+    assert policy.check("127.0.0.1", "127.0.0.1", 8080) is None
+    assert policy.check("127.0.0.1", "127.0.0.1", 6080) == "loopback"
+    assert policy.check("2130706433", "127.0.0.1", 8080) is None  # one host in any spelling
+    # A lookup no connection follows (the per-IP politeness key) names no port.
+    assert policy.check("127.0.0.1", "127.0.0.1") is None

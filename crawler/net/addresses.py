@@ -143,12 +143,15 @@ class AddressPolicy:
         self.origins.add((canonical_host(host), port))
 
     def allows_host(self, host: str, port: int | None = None) -> bool:
-        """Whether ``host`` (on ``port``, when known) is allowed by name: its address need
-        not be checked."""
+        """Whether ``host`` on ``port`` is allowed by name: its address need not be checked.
+        With no port (a lookup that no connection follows, as the per-IP politeness key's),
+        a seed's host is allowed on whichever port it was seeded."""
         if not self.enabled:
             return True
         name = canonical_host(host)
-        return name in self.hosts or (name, port) in self.origins
+        if name in self.hosts or (name, port) in self.origins:
+            return True
+        return port is None and any(seed == name for seed, _ in self.origins)
 
     def check(self, host: str, address: Address | str, port: int | None = None) -> str | None:
         """None if a connection to ``address`` (on ``port``) for ``host`` may go ahead, else
