@@ -77,8 +77,8 @@ class AddressGuardMiddleware:
             )
         if crawler.settings.getbool("HTTPPROXY_ENABLED"):
             for proxy in getproxies().values():
-                if proxy and urlsplit(proxy).hostname:
-                    policy.allow_host(urlsplit(proxy).hostname)
+                if proxy and (proxy_host := urlsplit(proxy).hostname):
+                    policy.allow_host(proxy_host)
         middleware = cls(crawler, policy, resolver)
         crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
         return middleware

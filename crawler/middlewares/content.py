@@ -98,7 +98,7 @@ class HtmlOnlyMiddleware:
             request.meta[_STOPPED] = reason
             raise StopDownload(fail=False)
         cap = request.meta.get("download_maxsize", self.max_bytes)
-        if cap and not headers.get(b"Content-Length", b"").isdigit():
+        if cap and not (headers.get(b"Content-Length") or b"").isdigit():
             # Counted here: Scrapy's handler, which reads download_maxsize next, would fail
             # the download at the cap. The meta is put back as the response comes up the
             # middlewares (_uncount), before the decoding that reads it as its cap.
@@ -135,7 +135,7 @@ class HtmlOnlyMiddleware:
         if reason is None or response.status >= 300:
             return response
         self.stats.inc_value(f"content/dropped/{reason}")
-        content_type = response.headers.get(b"Content-Type", b"").decode("latin-1")
+        content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
         if reason == "too_large" and self._said.first(urlparse_cached(request).hostname or ""):
             logger.info("Dropped %s: larger than DOWNLOAD_MAXSIZE (%d bytes; said once per host)",
                         request.url, request.meta.get("download_maxsize", self.max_bytes))

@@ -83,9 +83,9 @@ class BoundedDecompressionMiddleware:
         if request.meta.get(DECODED_KEEP_PREFIX) or response.status >= 300:
             return
         self.stats.inc_value("content/dropped/too_large")
+        coding = (response.headers.get(b"Content-Encoding") or b"").decode("latin-1")
         self._say_once(request, "Dropped %s: its body decodes to more than %d bytes (%s, %d bytes sent)",
-                       request.url, limit, response.headers.get(b"Content-Encoding", b"").decode("latin-1"),
-                       len(response.body))
+                       request.url, limit, coding, len(response.body))
         raise IgnoreRequest(f"too_large: {request.url} decodes to more than {limit} bytes")
 
     def _bad_encoding(self, request: Request, response: Response, applied: list[bytes],
@@ -112,9 +112,9 @@ class BoundedDecompressionMiddleware:
         else:
             del headers[b"Content-Encoding"]
         cls = responsetypes.from_args(headers=headers, url=response.url, body=decoded.body)
-        kwargs: dict[str, object] = {"body": decoded.body, "headers": headers, "cls": cls}
+        kwargs: dict[str, object] = {"body": decoded.body, "headers": headers}
         if issubclass(cls, TextResponse):
             kwargs["encoding"] = None  # guessed again from the decoded body, as Scrapy does
         if decoded.cut:
             kwargs["flags"] = [*response.flags, CUT_FLAG]
-        return response.replace(**kwargs)
+        return response.replace(cls=cls, **kwargs)
