@@ -45,6 +45,9 @@ COMPONENTS = {
         "crawler.middlewares.redirect.SafeMetaRefreshMiddleware": 580,
         "crawler.middlewares.redirect.SafeRedirectMiddleware": 600,
         "crawler.middlewares.content.HtmlOnlyMiddleware": 650,
+        # Above HttpCompressionMiddleware (590) and the redirects (600): each response as
+        # received; above the header setters (UserAgent 500, DefaultHeaders 400): the request as sent.
+        "crawler.middlewares.wire_capture.WireCaptureMiddleware": 800,
     },
     "SPIDER_MIDDLEWARES": {
         # After content seen (outputs go from high to low): pages carry their fingerprints.

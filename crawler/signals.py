@@ -32,3 +32,8 @@ store_safe = object()
 #: order they were built (content seen, then the pipelines, then the scheduler), as they
 #: would the item, without it entering the project's own pipelines and feeds.
 page_captured = object()
+
+#: A fetch that is no page was captured as it went over the wire (robots.txt, a redirect,
+#: an error page): ``exchange`` (a :class:`~crawler.store.wire.Exchange`). The page store
+#: archives it as a request and a response record.
+fetch_captured = object()

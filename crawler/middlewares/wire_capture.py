@@ -1,0 +1,73 @@
+"""Capture each fetch as it went over the wire, for the WARC store."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.http import HtmlResponse
+
+from crawler import signals as crawler_signals
+from crawler.store.wire import WIRE_META, exchange_of
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.settings import BaseSettings
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+class WireCaptureMiddleware:
+    """Downloader middleware that keeps each response as received and its request as sent
+    (:class:`~crawler.store.wire.Exchange`), for the WARC ``request`` and ``response``
+    records. Placed above Scrapy's ``HttpCompressionMiddleware`` (590) and the redirect
+    middleware (600), so it sees the body before decompression and every 3xx; above the
+    middlewares that set request headers, so it sees them as sent.
+
+    A response a spider may make a page of (HTML, a status the spider is given) carries
+    its exchange in ``request.meta`` to the page store, which archives it with the page,
+    or as a revisit of the page it repeats. Any other response (robots.txt, a redirect,
+    an error page or a non-HTML file the spider never sees) is sent at once with the
+    ``fetch_captured`` signal and archived as it is. Stats: ``wire/pages``,
+    ``wire/others``.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.settings: BaseSettings = crawler.settings
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> WireCaptureMiddleware:
+        return cls(crawler)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        exchange = exchange_of(request, response)
+        if self._page_bound(request, response):
+            request.meta[WIRE_META] = exchange
+            self.crawler.stats.inc_value("wire/pages")
+        else:
+            request.meta.pop(WIRE_META, None)
+            self.crawler.stats.inc_value("wire/others")
+            self.crawler.signals.send_catch_log(crawler_signals.fetch_captured, exchange=exchange)
+        return response
+
+    def _page_bound(self, request: Request, response: Response) -> bool:
+        """Whether the response goes on to a spider that may store it as a page: HTML (or
+        a 304 to a revisit) that is no robots.txt fetch, no redirect, and of a status
+        Scrapy's HttpErrorMiddleware lets through."""
+        meta = request.meta
+        status = response.status
+        if meta.get("dont_obey_robotstxt") or (status in _REDIRECTS and b"Location" in response.headers
+                                               and not meta.get("dont_redirect")):
+            return False
+        if not isinstance(response, HtmlResponse) and status != 304:
+            return False
+        if 200 <= status < 300 or meta.get("handle_httpstatus_all"):
+            return True
+        spider = self.crawler.spider
+        allowed = meta.get("handle_httpstatus_list")
+        if allowed is None:
+            allowed = getattr(spider, "handle_httpstatus_list", None) or self.settings.getlist(
+                "HTTPERROR_ALLOWED_CODES")
+        return status in {int(code) for code in allowed} or self.settings.getbool("HTTPERROR_ALLOW_ALL")
