@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scrapy.http import HtmlResponse
+from scrapy.responsetypes import responsetypes
 
 from crawler import signals as crawler_signals
 from crawler.store.wire import WIRE_META, exchange_of
@@ -61,7 +62,7 @@ class WireCaptureMiddleware:
         if meta.get("dont_obey_robotstxt") or (status in _REDIRECTS and b"Location" in response.headers
                                                and not meta.get("dont_redirect")):
             return False
-        if not isinstance(response, HtmlResponse) and status != 304:
+        if not _html(response) and status != 304:
             return False
         if 200 <= status < 300 or meta.get("handle_httpstatus_all"):
             return True
@@ -71,3 +72,12 @@ class WireCaptureMiddleware:
             allowed = getattr(spider, "handle_httpstatus_list", None) or self.settings.getlist(
                 "HTTPERROR_ALLOWED_CODES")
         return status in {int(code) for code in allowed} or self.settings.getbool("HTTPERROR_ALLOW_ALL")
+
+
+def _html(response: Response) -> bool:
+    """Whether the spider will see HTML: Scrapy makes an encoded body a plain Response until
+    it is decompressed, so the Content-Type says it here (none: Scrapy sniffs the body later)."""
+    content_type = response.headers.get(b"Content-Type")
+    if not content_type:
+        return True
+    return issubclass(responsetypes.from_content_type(content_type), HtmlResponse)

@@ -267,12 +267,12 @@ class PageStorePipeline:
             self._payloads.popitem(last=False)
 
     @staticmethod
-    def _last_referent(item: Page, url: str) -> Referent | None:
+    def _last_referent(item: Page) -> Referent | None:
         """The record holding the payload of the page's last visit, as its state keeps it."""
-        last = item.last_visit or {}
-        if not last.get("record_date"):
+        record = (item.last_visit or {}).get("record")
+        if not (isinstance(record, list) and len(record) == 3):
             return None
-        return Referent(url, last["record_date"], last.get("record_id"))
+        return Referent(*record)
 
     def _archive(self, item: Page, exchange: Exchange, digest: str) -> tuple[Archived, Location | None]:
         """Write the page's records: (its response or revisit record, its text's record)."""
@@ -284,7 +284,7 @@ class PageStorePipeline:
             else:
                 profile = SAME_TEXT_PROFILE
             self.stats.inc_value("store/revisits")
-            return self._warc.revisit(exchange, profile, self._last_referent(item, exchange.url)), None
+            return self._warc.revisit(exchange, profile, self._last_referent(item)), None
         if item.duplicate_of:  # its text is stored under the page it repeats
             original = self._payloads.get(digest)
             if original is not None:
@@ -312,14 +312,10 @@ class PageStorePipeline:
                                   else digest)
         if item.revisit_state is not None:  # the next visit compares its payload with this one
             last = item.last_visit or {}
-            if item.revisit in (NOT_MODIFIED, UNCHANGED):  # the payload stays the last stored one
-                item.revisit_state["digest"] = last.get("digest") if item.revisit == NOT_MODIFIED else digest
-                item.revisit_state["record_id"] = last.get("record_id")
-                item.revisit_state["record_date"] = last.get("record_date")
-            else:
-                item.revisit_state["digest"] = digest
-                item.revisit_state["record_id"] = archived.record_id
-                item.revisit_state["record_date"] = archived.date
+            item.revisit_state["digest"] = last.get("digest") if item.revisit == NOT_MODIFIED else digest
+            holder = archived.holder  # where a revisit finding it unchanged points
+            item.revisit_state["record"] = None if holder is None else [
+                holder.url, holder.date, holder.record_id]
         line = json.dumps(item.stored, ensure_ascii=False, separators=(",", ":")) + "\n"
         meta = self._meta.append(line.encode("utf-8"))
         # An unchanged revisit stays out of the index: the version it points to holds the body.

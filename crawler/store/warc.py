@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from warcio.archiveiterator import ArchiveIterator
@@ -89,6 +89,7 @@ class Archived:
     digest: str | None
     date: str
     request_length: int  # bytes of its request record (0: none written)
+    holder: Referent | None  # the record that holds its payload: itself, or what it repeats
 
 
 class _BodyReader:
@@ -171,7 +172,8 @@ class WarcFileWriter(RollingFile):
         record = self._builder().create_warc_record(
             exchange.url, "response", payload=_BodyReader(exchange.body), length=len(exchange.body),
             http_headers=RawHead(exchange.response_head), warc_headers_dict=self._headers(exchange, {}))
-        return self._with_request(exchange, record)
+        archived = self._with_request(exchange, record)
+        return replace(archived, holder=Referent(exchange.url, archived.date, archived.record_id))
 
     def revisit(self, exchange: Exchange, profile: str, refers_to: Referent | None) -> Archived:
         """Write a ``revisit`` record of ``exchange`` (its head only) under ``profile``,
@@ -189,7 +191,9 @@ class WarcFileWriter(RollingFile):
         record = self._builder().create_warc_record(
             exchange.url, "revisit", http_headers=RawHead(exchange.response_head),
             warc_headers_dict=self._headers(exchange, extra))
-        return self._with_request(exchange, record)
+        holder = refers_to if refers_to is not None and refers_to.date and profile in (
+            IDENTICAL_PROFILE, NOT_MODIFIED_PROFILE) else None
+        return replace(self._with_request(exchange, record), holder=holder)
 
     def _with_request(self, exchange: Exchange, record: ArcWarcRecord) -> Archived:
         headers = record.rec_headers
@@ -203,7 +207,7 @@ class WarcFileWriter(RollingFile):
                 warc_headers_dict=self._headers(exchange, {"WARC-Concurrent-To": record_id}))
             request_length = self._write(request).length
         return Archived(location, record_id, headers.get_header("WARC-Payload-Digest"), exchange.fetched_at,
-                        request_length)
+                        request_length, None)
 
     def conversion(self, url: str, text: str, refers_to: Archived) -> Location:
         """Write the cleaned text as a conversion record of the response ``refers_to``."""
