@@ -65,6 +65,7 @@ setup(
             "deadletters = crawler.commands.deadletters:Command",
             "plan = crawler.commands.plan:Command",
             "serve = crawler.commands.serve:Command",
+            "wacz = crawler.commands.wacz:Command",
         ],
     },
 )

@@ -25,15 +25,19 @@ def _page(title: str, body: str, links: str = "") -> bytes:
 PAGES = {
     "index.html": _page("Home", "The archive test site.",
                         '<a href="/a.html">a</a> <a href="/b.html">b</a> <a href="/copy.html">copy</a> '
-                        '<a href="/old.html">old</a> <a href="/odd.html">odd</a>'),
+                        '<a href="/old.html">old</a> <a href="/odd.html">odd</a> '
+                        '<a href="/daily.html">daily</a>'),
     "a.html": _page("Alpha", "A page about the first letter."),
     "b.html": _page("Beta", "A page about the second letter."),
     "odd.html": _page("Odd", "A page whose Link header holds a byte that is not ASCII."),
+    "daily.html": _page("Daily", "A page served whole at every visit: no validators, no 304."),
 }
 PAGES["copy.html"] = PAGES["b.html"]  # byte for byte: an identical-payload revisit
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
-# A redirect, and a Link header with a byte that is not ASCII (nginx sends it as written).
+# A redirect, a Link header with a byte that is not ASCII (nginx sends it as written), and a
+# page that answers its revisits 200 with the same bytes (an identical-payload revisit).
 LOCATIONS = (b"        location = / { index index.html; }\n"
+             b"        location = /daily.html { etag off; if_modified_since off; }\n"
              b"        location = /old.html { return 301 /a.html; }\n"
              b"        location = /odd.html { add_header Link \"</u/\xff>; rel=canonical\"; }\n")
 CRAWL_SETTINGS = {

@@ -5,12 +5,15 @@ from __future__ import annotations
 import gzip
 import http.client
 import io
+import json
 import subprocess
 import sys
+import zipfile
 from collections import Counter
 
 import pytest
 from archive_site import PAGES, ROBOTS, crawl_site, scrapy_env
+from archive_tools import Wayback, tool, visible_text
 from warcio.archiveiterator import ArchiveIterator
 
 from crawler.store.cdxj import index_warc
@@ -220,3 +223,56 @@ def test_a_head_of_any_bytes_is_written_and_read_back_as_it_was(tmp_path):
     assert record.http_headers.get_header("Link") == "</u/\xff>; rel=canonical"
     subprocess.run([sys.executable, "-m", "warcio.cli", "check", str(tmp_path / archived.location.file)],
                    check=True, capture_output=True, timeout=60)
+
+
+def test_scrapy_wacz_packages_the_crawl_and_wacz_validate_accepts_it(archive):
+    output = archive.tmp / "crawl.wacz"
+    done = subprocess.run([sys.executable, "-m", "scrapy", "wacz", "archive-test", "-o", str(output),
+                           "-s", f"STORE_URI={archive.tmp / 'store'}"], cwd=archive.tmp, env=scrapy_env(),
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert "WARC file(s)" in done.stderr
+    with zipfile.ZipFile(output) as wacz:
+        names = wacz.namelist()
+        assert {f"archive/{p.name}" for p in archive.warc_files()} <= set(names)
+        warcs = [name for name in names if name.endswith(".warc.gz")]
+        assert all(wacz.getinfo(name).compress_type == zipfile.ZIP_STORED for name in warcs)
+        pages = [json.loads(line) for line in wacz.read("pages/pages.jsonl").splitlines()]
+        index = wacz.read("indexes/index.cdx").decode().splitlines()
+    assert pages[0]["format"] == "json-pages-1.0"
+    urls = {page["url"] for page in pages[1:]}
+    assert {archive.site.url, archive.site.url + "a.html", archive.site.url + "b.html"} <= urls
+    assert index == sorted(index)  # the text conversion records are not in the replay index
+    assert not any('"mime": "text/plain"' in line for line in index if "/robots.txt" not in line)
+    checked = subprocess.run([tool("wacz"), "validate", "-f", str(output)], capture_output=True, text=True,
+                             timeout=300, check=False)
+    assert checked.returncode == 0 and "is valid" in checked.stdout, checked.stdout + checked.stderr
+    missing = subprocess.run([sys.executable, "-m", "scrapy", "wacz", "no-such-crawl",
+                              "-s", f"STORE_URI={archive.tmp / 'store'}"], cwd=archive.tmp, env=scrapy_env(),
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert missing.returncode == 1 and "no WARC file of crawl 'no-such-crawl'" in missing.stderr
+
+
+def test_pywb_replays_every_page_redirect_copy_and_revisit_as_the_live_site_shows_it(archive, tmp_path):
+    """Each capture of a page (200), the redirect (301), the identical copy and the page
+    fetched again whole (identical-payload revisits), replayed from our own index, shows
+    the live site's text. A 304's revisit is not replayed: pywb serves it as the 304 it was."""
+    index = [line for path in archive.warc_files()
+             for line in (archive.tmp / "store" / index_name(f"warc/{path.name}")).read_text().splitlines()]
+    captures = []
+    for line in index:
+        _, timestamp, fields = line.split(" ", 2)
+        fields = json.loads(fields)
+        if fields["url"].endswith(".txt") or fields.get("status") == "304":
+            continue
+        captures.append((fields["url"], timestamp, fields["mime"]))
+    kinds = Counter(url.rsplit("/", 1)[1] for url, _, mime in captures if mime == "warc/revisit")
+    assert kinds["copy.html"] >= 1 and kinds["daily.html"] >= 1, kinds  # both revisit profiles replayed
+    live = {}
+    with Wayback(tmp_path / "pywb", archive.warc_files(), index) as wayback:
+        for number, (url, timestamp, _) in enumerate(captures):
+            if url not in live:
+                live[url] = visible_text(url, tmp_path / f"live-{number}")
+            replayed = visible_text(wayback.replay_url(timestamp, url), tmp_path / f"replay-{number}")
+            assert live[url] and replayed == live[url], (url, timestamp, live[url][:200], replayed[:500])
+    assert {url.rsplit("/", 1)[1] for url in live} >= {"", "a.html", "b.html", "copy.html", "old.html",
+                                                      "daily.html"}
