@@ -18,7 +18,7 @@ from testweb import Site, TestWeb
 from crawler.store.files import iter_records
 from crawler.store.index import PageIndex, read_metadata
 from crawler.store.s3 import S3Store
-from crawler.store.warc import payload_digest, read_page, read_record
+from crawler.store.warc import index_name, payload_digest, read_page, read_record
 
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                "AWS_REGION_NAME": "us-east-1"}
@@ -118,6 +118,8 @@ def test_pages_are_written_to_s3_and_read_back_with_ranged_reads(crawl, tmp_path
     assert not any(p.is_file() for p in (tmp_path / "spool").rglob("*"))  # all left the spool
     store = S3Store("s3://pages/crawl-1", s3_client(moto), tmp_path / "reader-spool")
     assert all(name.startswith("warc/") for name in store.list("warc"))
+    # Each WARC file's CDXJ index is uploaded with it.
+    assert {index_name(name) for name in store.list("warc")} == set(store.list("indexes"))
     check_store(store, expected, PageIndex(tmp_path / "crawl-index"))
 
 

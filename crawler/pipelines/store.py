@@ -171,6 +171,7 @@ class PageStorePipeline:
         # Payload digest -> the response record that holds it: an identical payload
         # is written as a revisit pointing there (WARC 1.1's identical-payload-digest).
         self._payloads: OrderedDict[str, Referent] = OrderedDict()
+        self.crawler: Crawler | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageStorePipeline:
@@ -185,12 +186,10 @@ class PageStorePipeline:
             PageIndex(data_path(settings, "STORE_INDEX_DIR")),
             settings.getfloat("STORE_FSYNC_INTERVAL", defaults.STORE_FSYNC_INTERVAL),
         )
-        pipeline.crawler = crawler
+        pipeline.crawler = crawler  # its settings and crawl id name each WARC file (warcinfo)
         crawler.signals.connect(pipeline.page_captured, signal=crawler_signals.page_captured)
         crawler.signals.connect(pipeline.fetch_captured, signal=crawler_signals.fetch_captured)
         return pipeline
-
-    crawler: Crawler | None = None
 
     def _safe(self, name: str) -> None:
         """The pages in ``name`` (a file uploaded to S3, or an fsync batch) are safe: index
