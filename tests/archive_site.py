@@ -26,7 +26,7 @@ PAGES = {
     "index.html": _page("Home", "The archive test site.",
                         '<a href="/a.html">a</a> <a href="/b.html">b</a> <a href="/copy.html">copy</a> '
                         '<a href="/old.html">old</a> <a href="/odd.html">odd</a> '
-                        '<a href="/daily.html">daily</a>'),
+                        '<a href="/daily.html">daily</a> <a href="/paper.pdf">paper</a>'),
     "a.html": _page("Alpha", "A page about the first letter."),
     "b.html": _page("Beta", "A page about the second letter."),
     "odd.html": _page("Odd", "A page whose Link header holds a byte that is not ASCII."),
@@ -34,6 +34,7 @@ PAGES = {
 }
 PAGES["copy.html"] = PAGES["b.html"]  # byte for byte: an identical-payload revisit
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
+PDF = b"%PDF-1.4\n" + bytes(range(256)) * 400  # not HTML: stopped once its headers arrive
 # A redirect, a Link header with a byte that is not ASCII (nginx sends it as written), and a
 # page that answers its revisits 200 with the same bytes (an identical-payload revisit).
 LOCATIONS = (b"        location = / { index index.html; }\n"
@@ -88,6 +89,7 @@ def crawl_site(tmp: Path) -> ArchiveCrawl:
     for name, body in PAGES.items():
         (root / name).write_bytes(body)
     (root / "robots.txt").write_bytes(ROBOTS)
+    (root / "paper.pdf").write_bytes(PDF)
     site = Nginx(root, tmp / "nginx", LOCATIONS).start()
     options = {**CRAWL_SETTINGS, "STORE_URI": tmp / "store", "FRONTIER_DIR": tmp / "state"}
     command = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={site.url}"]

@@ -319,8 +319,8 @@ class PageStorePipeline:
         meta = self._meta.append(line.encode("utf-8"))
         # An unchanged revisit stays out of the index: the version it points to holds the body.
         row = None if item.revisit in (NOT_MODIFIED, UNCHANGED) else (item.url, self.root, meta)
-        if self._batches is None:  # S3: safe once both files are uploaded
-            awaiting = {item.stored["warc"]["file"], meta.file}
+        if self._batches is None:  # S3: safe once its files are uploaded (a roll may split them)
+            awaiting = {item.stored["warc"]["file"], meta.file, *([text.file] if text else [])}
         else:
             batch = self._batches.written()
             awaiting = {batch} if batch else set()

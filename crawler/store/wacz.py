@@ -24,7 +24,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawler.store.cdxj import index_warc
 from crawler.store.files import iter_members, iter_records
-from crawler.store.warc import index_name
+from crawler.store.warc import INDEX_DIR, index_name
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,10 +53,10 @@ def crawl_files(store: LocalStore | S3Store, crawl_id: str) -> list[str]:
             and warc_info(store, name).get("isPartOf") == crawl_id]
 
 
-def index_lines(store: LocalStore | S3Store, name: str) -> list[str]:
-    """The CDXJ lines of the WARC file ``name``: its index file, or (a crawl killed before
-    it closed the file) the file read again."""
-    if index_name(name) in store.list(index_name(name).rsplit("/", 1)[0]):
+def index_lines(store: LocalStore | S3Store, name: str, indexed: set[str]) -> list[str]:
+    """The CDXJ lines of the WARC file ``name``: its index file if in ``indexed``, else (a
+    crawl killed before it closed the file) the file read again."""
+    if index_name(name) in indexed:
         return store.read(index_name(name)).decode("utf-8").splitlines()
     return list(index_warc(io.BytesIO(store.read(name)), name.rsplit("/", 1)[1]))
 
@@ -95,7 +95,8 @@ def write_wacz(store: LocalStore | S3Store, crawl_id: str, output: Path, softwar
     files = crawl_files(store, crawl_id)
     if not files:
         raise LookupError(f"no WARC file of crawl {crawl_id!r} in {store.root}")
-    lines = sorted(line for name in files for line in index_lines(store, name))
+    indexed = set(store.list(INDEX_DIR))
+    lines = sorted(line for name in files for line in index_lines(store, name, indexed))
     page_list = list(pages(store, set(files)))
     resources = []
     with zipfile.ZipFile(output, "w", allowZip64=True) as wacz:

@@ -79,35 +79,38 @@ def request_head(request: Request) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
-def response_head(response: Response, body_length: int) -> bytes:
+def response_head(response: Response, body_length: int, truncated: bool = False) -> bytes:
     """The status line and headers as received, with ``Content-Length`` the stored body's
-    (a chunked response's ``Transfer-Encoding`` dropped with its framing)."""
+    (a chunked response's ``Transfer-Encoding`` dropped with its framing); a download
+    stopped after its headers (``truncated``) keeps the ``Content-Length`` it announced."""
     try:
         reason = HTTPStatus(response.status).phrase
     except ValueError:
         reason = ""
     protocol = (response.protocol or "HTTP/1.1").upper()
     lines = [f"{protocol} {response.status} {reason}".rstrip().encode("latin-1")]
+    announced = response.headers.get(b"Content-Length") if truncated else None
     for name, values in response.headers.items():
         if name.lower() not in _FRAMING:
             lines.extend(name + b": " + value for value in values)
-    lines.append(b"Content-Length: " + str(body_length).encode("ascii"))
+    lines.append(b"Content-Length: " + (announced or str(body_length).encode("ascii")))
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
 def exchange_of(request: Request, response: Response) -> Exchange:
     """The exchange of ``response`` (not yet decompressed by Scrapy) and its request."""
     body = response.body
+    truncated = "download_stopped" in response.flags
     return Exchange(
         url=request.url,
         request_head=request_head(request),
         request_body=request.body,
         status=response.status,
-        response_head=response_head(response, len(body)),
+        response_head=response_head(response, len(body), truncated),
         body=body,
         ip_address=None if response.ip_address is None else str(response.ip_address),
         fetched_at=iso_time(time.time()),
-        truncated="download_stopped" in response.flags,
+        truncated=truncated,
     )
 
 
