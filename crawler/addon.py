@@ -50,6 +50,8 @@ COMPONENTS = {
         "crawler.middlewares.wire_capture.WireCaptureMiddleware": 800,
     },
     "SPIDER_MIDDLEWARES": {
+        # Nearest the engine: a response that leaves the spider middlewares as no page is archived.
+        "crawler.middlewares.wire_capture.UnstoredFetchMiddleware": 50,
         # After content seen (outputs go from high to low): pages carry their fingerprints.
         "crawler.middlewares.traps.TrapsMiddleware": 940,
         "crawler.middlewares.content_seen.ContentSeenMiddleware": 950,

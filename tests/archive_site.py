@@ -26,12 +26,15 @@ PAGES = {
     "index.html": _page("Home", "The archive test site.",
                         '<a href="/a.html">a</a> <a href="/b.html">b</a> <a href="/copy.html">copy</a> '
                         '<a href="/old.html">old</a> <a href="/odd.html">odd</a> '
-                        '<a href="/daily.html">daily</a> <a href="/paper.pdf">paper</a>'),
+                        '<a href="/daily.html">daily</a> <a href="/paper.pdf">paper</a> '
+                        '<a href="/hidden.html">hidden</a>'),
     "a.html": _page("Alpha", "A page about the first letter."),
     "b.html": _page("Beta", "A page about the second letter."),
     "odd.html": _page("Odd", "A page whose Link header holds a byte that is not ASCII."),
     "daily.html": _page("Daily", "A page served whole at every visit: no validators, no 304."),
 }
+PAGES["hidden.html"] = _page("Hidden", "Fetched, archived, not stored as a page.").replace(
+    b"<meta charset=utf-8>", b'<meta charset=utf-8><meta name="robots" content="noindex">')
 PAGES["copy.html"] = PAGES["b.html"]  # byte for byte: an identical-payload revisit
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
 PDF = b"%PDF-1.4\n" + bytes(range(256)) * 400  # not HTML: stopped once its headers arrive

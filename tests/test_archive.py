@@ -134,6 +134,13 @@ def test_robots_txt_and_the_redirect_are_archived(archive):
     assert by_path["old.html"] >= 1
 
 
+def test_a_noindex_page_is_archived_but_not_stored_as_a_page(archive):
+    hidden = [r for r in all_records(archive) if r.rec_type == "response"
+              and r.rec_headers.get_header("WARC-Target-URI").endswith("/hidden.html")]
+    assert hidden and gzip.decompress(hidden[0].raw) == PAGES["hidden.html"]
+    assert not any(r["url"].endswith("/hidden.html") for r in archive.records)
+
+
 def test_a_file_stopped_at_its_headers_is_archived_as_truncated(archive):
     pdf = [r for r in all_records(archive) if r.rec_type == "response"
            and r.rec_headers.get_header("WARC-Target-URI").endswith("/paper.pdf")]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from scrapy.http import HtmlResponse
 from scrapy.responsetypes import responsetypes
 
 from crawler import signals as crawler_signals
+from crawler.items import Page
 from crawler.store.wire import WIRE_META, exchange_of
 
 if TYPE_CHECKING:
@@ -59,6 +61,8 @@ class WireCaptureMiddleware:
         Scrapy's HttpErrorMiddleware lets through."""
         meta = request.meta
         status = response.status
+        if "download_stopped" in response.flags:  # cut at its headers: never a page
+            return False
         if meta.get("dont_obey_robotstxt") or (status in _REDIRECTS and b"Location" in response.headers
                                                and not meta.get("dont_redirect")):
             return False
@@ -81,3 +85,43 @@ def _html(response: Response) -> bool:
     if not content_type:
         return True
     return issubclass(responsetypes.from_content_type(content_type), HtmlResponse)
+
+
+class UnstoredFetchMiddleware:
+    """Spider middleware: a response that carried its exchange to the spider and came out
+    as no page to store (``noindex``, past ``max_pages``, a soft 404, a callback that
+    failed) is archived as it is, with the ``fetch_captured`` signal: every fetch gets
+    its request and response records. Placed near the engine (50), so it sees what the
+    other spider middlewares let through. Stats: ``wire/unstored``."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> UnstoredFetchMiddleware:
+        return cls(crawler)
+
+    def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
+        exchange, carried = response.meta.get(WIRE_META), False
+        for obj in result:
+            carried = carried or (isinstance(obj, Page) and obj.wire is exchange)
+            yield obj
+        self._leftover(response, carried)
+
+    async def process_spider_output_async(self, response: Response,
+                                          result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        exchange, carried = response.meta.get(WIRE_META), False
+        async for obj in result:
+            carried = carried or (isinstance(obj, Page) and obj.wire is exchange)
+            yield obj
+        self._leftover(response, carried)
+
+    def process_spider_exception(self, response: Response, exception: Exception) -> None:
+        self._leftover(response, False)
+
+    def _leftover(self, response: Response, carried: bool) -> None:
+        exchange = response.meta.pop(WIRE_META, None)
+        if exchange is None or carried:
+            return
+        self.crawler.stats.inc_value("wire/unstored")
+        self.crawler.signals.send_catch_log(crawler_signals.fetch_captured, exchange=exchange)
