@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,5 +51,7 @@ class Command(ScrapyCommand):
             print(f"{error}; a crawl's files name it in their warcinfo (isPartOf)", file=sys.stderr)
             self.exitcode = 1
             return
+        finally:
+            asyncio.run(store.wait())  # an S3 store's spool directory, unused here, goes
         print(f"{output}: {summary.files} WARC file(s), {summary.index_lines} index lines, "
               f"{summary.pages} pages", file=sys.stderr)
