@@ -85,6 +85,20 @@ def scrapy_env() -> dict[str, str]:
     return env
 
 
+def run_crawl(seed: str, tmp: Path, **settings: object) -> str:
+    """Crawl from ``seed`` to the end, storing under ``tmp``; the log."""
+    options = {**CRAWL_SETTINGS, "STORE_URI": tmp / "store", "FRONTIER_DIR": tmp / "state", **settings}
+    command = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={seed}"]
+    for name, value in options.items():
+        command += ["-s", f"{name}={value}"]
+    done = subprocess.run(command, cwd=tmp, env=scrapy_env(), capture_output=True, text=True,
+                          timeout=90, check=False)
+    log = done.stdout + done.stderr
+    if done.returncode != 0:
+        raise AssertionError(log[-3000:])
+    return log
+
+
 def crawl_site(tmp: Path) -> ArchiveCrawl:
     """Serve the site (left running: the caller stops ``site``) and crawl it to its end."""
     root = tmp / "site"
@@ -94,18 +108,8 @@ def crawl_site(tmp: Path) -> ArchiveCrawl:
     (root / "robots.txt").write_bytes(ROBOTS)
     (root / "paper.pdf").write_bytes(PDF)
     site = Nginx(root, tmp / "nginx", LOCATIONS).start()
-    options = {**CRAWL_SETTINGS, "STORE_URI": tmp / "store", "FRONTIER_DIR": tmp / "state"}
-    command = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={site.url}"]
-    for name, value in options.items():
-        command += ["-s", f"{name}={value}"]
     try:
-        done = subprocess.run(command, cwd=tmp, env=scrapy_env(), capture_output=True, text=True,
-                              timeout=90, check=False)
+        return ArchiveCrawl(site, tmp, run_crawl(site.url, tmp))
     except BaseException:
         site.stop()
         raise
-    log = done.stdout + done.stderr
-    if done.returncode != 0:
-        site.stop()
-        raise AssertionError(log[-3000:])
-    return ArchiveCrawl(site, tmp, log)

@@ -13,9 +13,11 @@ import zipfile
 from collections import Counter
 
 import pytest
-from archive_site import PAGES, PDF, ROBOTS, crawl_site, scrapy_env
+from archive_site import PAGES, PDF, ROBOTS, crawl_site, run_crawl, scrapy_env
 from archive_tools import Wayback, tool, visible_text
+from raw_http import BODY, RawServer
 from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeadersParser
 
 from crawler.store.cdxj import index_warc
 from crawler.store.files import LocalStore
@@ -45,6 +47,21 @@ def all_records(archive) -> list:
             for record in ArchiveIterator(f):
                 record.raw = record.raw_stream.read()
                 record.file = path.name
+                records.append(record)
+    return records
+
+
+def list_records(path) -> list:
+    """The request and response records of one WARC file as stored, unparsed: each with
+    ``head`` (its HTTP head, up to the blank line), ``raw`` (its payload) and
+    ``http_headers`` (that head parsed)."""
+    records = []
+    with path.open("rb") as f:
+        for record in ArchiveIterator(f, no_record_parse=True):
+            if record.rec_type in ("request", "response"):
+                head, _, record.raw = record.raw_stream.read().partition(b"\r\n\r\n")
+                record.head = head + b"\r\n\r\n"
+                record.http_headers = StatusAndHeadersParser([], verify=False).parse(io.BytesIO(record.head))
                 records.append(record)
     return records
 
@@ -311,3 +328,24 @@ def test_pywb_replays_every_page_redirect_copy_and_revisit_as_the_live_site_show
             assert live[url] and replayed == live[url], (url, timestamp, live[url][:200], replayed[:500])
     assert {url.rsplit("/", 1)[1] for url in live} >= {"", "a.html", "b.html", "copy.html", "old.html",
                                                       "daily.html"}
+
+
+def test_the_request_record_is_the_bytes_sent_and_a_chunked_body_is_stored_dechunked(tmp_path):
+    with RawServer() as server:
+        log = run_crawl(f"http://127.0.0.1:{server.port}/page", tmp_path, CRAWL_CONTINUOUS=False)
+    assert "Traceback" not in log
+    records = []
+    for path in sorted((tmp_path / "store" / "warc").glob("*.warc.gz")):
+        records += list_records(path)
+    by_type = {}
+    for record in records:
+        by_type.setdefault((record.rec_type, record.rec_headers.get_header("WARC-Target-URI")), record)
+    url = f"http://127.0.0.1:{server.port}/page"
+    assert by_type[("request", url)].head == server.requests["/page"]  # byte for byte
+    robots = f"http://127.0.0.1:{server.port}/robots.txt"
+    assert by_type[("request", robots)].head == server.requests["/robots.txt"]
+    response = by_type[("response", url)]
+    assert response.raw == BODY  # the gzip bytes, without the chunk framing
+    assert response.http_headers.get_header("Transfer-Encoding") is None
+    assert response.http_headers.get_header("Content-Length") == str(len(BODY))
+    assert by_type[("response", robots)].http_headers.get_statuscode() == "404"
