@@ -46,8 +46,8 @@ setup(
                  "simhash>=2.1.2,<3",
                  # tests/test_urls_from_network.py fuzzes the link and redirect paths.
                  "hypothesis>=6.100",
-                 # tests/test_archive.py checks our CDXJ lines against cdxj-indexer's. pywb and
-                 # wacz pin redis<3, so .ci/run installs them in a venv of their own (.venv-archive).
+                 # tests/test_archive.py checks our CDXJ lines against cdxj-indexer's. pywb pins
+                 # redis<3, so .ci/run installs it and wacz in a venv of their own (.venv-archive).
                  "cdxj-indexer>=1.4,<2"],
         # bench/ compares with these in the same run (bench/parsers.py: selectolax).
         "bench": ["simhash>=2.1.2,<3", "selectolax>=1.0,<2"],
