@@ -1,7 +1,8 @@
 """A crawl's WARC files as one WACZ (WACZ 1.1.1): what replayweb.page and Browsertrix open.
 
 A ZIP with ``archive/`` (the WARC files, stored, not deflated: they are gzip already and
-are read by ranges), ``indexes/index.cdx`` (their CDXJ lines merged, sorted),
+are read by ranges), ``indexes/index.cdx`` (their CDXJ lines merged and sorted, less the 304 revisits:
+:func:`replay_lines`),
 ``pages/pages.jsonl`` (the pages stored with their text: the list a replay offers; the
 text conversion records are not pages), ``datapackage.json`` (each file's size and
 sha256) and ``datapackage-digest.json``. Written after the spec by hand: py-wacz's
@@ -61,6 +62,14 @@ def index_lines(store: LocalStore | S3Store, name: str, indexed: set[str]) -> li
     return list(index_warc(io.BytesIO(store.read(name)), name.rsplit("/", 1)[1]))
 
 
+def replay_lines(lines: list[str]) -> list[str]:
+    """The index lines a replay should offer, sorted: all but the 304 revisits. pywb and
+    replayweb.page serve a 304 as the empty answer it was, where its capture time should
+    show the version it confirmed: without its line, the replay takes the nearest
+    capture, which holds that version. The records stay in the WARC files."""
+    return sorted(line for line in lines if '"status": "304"' not in line.split(" ", 2)[2])
+
+
 def pages(store: LocalStore | S3Store, files: set[str]) -> Iterator[dict]:
     """pages.jsonl entries: each page stored with its own text in ``files``, once a URL."""
     seen: set[str] = set()
@@ -96,7 +105,7 @@ def write_wacz(store: LocalStore | S3Store, crawl_id: str, output: Path, softwar
     if not files:
         raise LookupError(f"no WARC file of crawl {crawl_id!r} in {store.root}")
     indexed = set(store.list(INDEX_DIR))
-    lines = sorted(line for name in files for line in index_lines(store, name, indexed))
+    lines = replay_lines([line for name in files for line in index_lines(store, name, indexed)])
     page_list = list(pages(store, set(files)))
     resources = []
     with zipfile.ZipFile(output, "w", allowZip64=True) as wacz:
