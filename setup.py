@@ -36,6 +36,8 @@ setup(
         "isal>=1.7,<2",
         # scrapy serve's /metrics, in Prometheus's text format.
         "prometheus-client>=0.20,<1",
+        # The SURT keys of the CDXJ index written with each WARC file (pywb's and cdxj-indexer's).
+        "surt>=0.3.1,<0.4",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "ruff>=0.6", "moto[server]>=5,<6",
@@ -43,7 +45,10 @@ setup(
                  # test_simhash checks our fingerprints against the simhash package's.
                  "simhash>=2.1.2,<3",
                  # tests/test_urls_from_network.py fuzzes the link and redirect paths.
-                 "hypothesis>=6.100"],
+                 "hypothesis>=6.100",
+                 # tests/test_archive.py checks our CDXJ lines against cdxj-indexer's. pywb pins
+                 # redis<3, so .ci/run installs it and wacz in a venv of their own (.venv-archive).
+                 "cdxj-indexer>=1.4,<2"],
         # bench/ compares with these in the same run (bench/parsers.py: selectolax).
         "bench": ["simhash>=2.1.2,<3", "selectolax>=1.0,<2"],
     },
@@ -60,6 +65,7 @@ setup(
             "deadletters = crawler.commands.deadletters:Command",
             "plan = crawler.commands.plan:Command",
             "serve = crawler.commands.serve:Command",
+            "wacz = crawler.commands.wacz:Command",
         ],
     },
 )

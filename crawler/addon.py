@@ -51,8 +51,13 @@ COMPONENTS = {
         "crawler.middlewares.decompression.BoundedDecompressionMiddleware": 590,
         "crawler.middlewares.redirect.SafeRedirectMiddleware": 600,
         "crawler.middlewares.content.HtmlOnlyMiddleware": 650,
+        # Above HttpCompressionMiddleware (590) and the redirects (600): each response as
+        # received; above the header setters (UserAgent 500, DefaultHeaders 400): the request as sent.
+        "crawler.middlewares.wire_capture.WireCaptureMiddleware": 800,
     },
     "SPIDER_MIDDLEWARES": {
+        # Nearest the engine: a response that leaves the spider middlewares as no page is archived.
+        "crawler.middlewares.wire_capture.UnstoredFetchMiddleware": 50,
         # After content seen (outputs go from high to low): pages carry their fingerprints.
         "crawler.middlewares.traps.TrapsMiddleware": 940,
         "crawler.middlewares.content_seen.ContentSeenMiddleware": 950,

@@ -251,3 +251,8 @@ SERVE_POLL_INTERVAL = 1.0
 SERVE_SCRAPYD_URL = ""
 # The scrapyd project the crawler is deployed as (scrapyd-deploy's, scrapy.cfg's [deploy] project).
 SERVE_SCRAPYD_PROJECT = "crawler"
+
+# --- archive ----------------------------------------------------------------------
+# Who runs the crawl (a URL or an e-mail address): the operator field of each WARC file's
+# warcinfo record.
+CRAWLER_CONTACT = ""

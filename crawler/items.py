@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from crawler.store.wire import Exchange
 
 
 def base64_text(data: bytes) -> str:
@@ -54,6 +58,9 @@ class Page:
     # What the page waits for before it is safe: its files' uploads (S3) or its fsync
     # batch (a local disk); its URL is acked only once they are (crawler.signals.store_safe).
     awaiting_store: list[str] = field(default_factory=list)
+    # The fetch as it went over the wire (WireCaptureMiddleware), for its WARC records;
+    # left out of feed exports, which carry ``html``.
+    wire: Exchange | None = field(default=None, repr=False, metadata={"serializer": lambda _: None})
 
 
 @dataclass

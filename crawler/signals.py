@@ -44,3 +44,8 @@ store_full = object()
 
 #: The page store can be written again after ``store_full``: the crawl goes on.
 store_writable = object()
+
+#: A fetch that is no page was captured as it went over the wire (robots.txt, a redirect,
+#: an error page): ``exchange`` (a :class:`~crawler.store.wire.Exchange`). The page store
+#: archives it as a request and a response record.
+fetch_captured = object()

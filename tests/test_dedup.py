@@ -9,7 +9,7 @@ from testweb import Site, TestWeb
 
 from crawler.items import Page
 from crawler.middlewares.content_seen import ContentSeenMiddleware
-from crawler.store.warc import SAME_TEXT_PROFILE, read_record
+from crawler.store.warc import IDENTICAL_PROFILE, read_record
 
 VOCABULARY = [
     "crawler", "index", "page", "archive", "server", "request", "river", "mountain", "library",
@@ -121,7 +121,16 @@ def test_a_mirror_is_caught_and_links_of_duplicates_are_not_followed(crawl, tmp_
         revisit = read_record(result.store, dup["warc"])
         assert revisit.rec_type == "revisit"
         assert revisit.rec_headers.get_header("WARC-Refers-To-Target-URI") == dup["duplicate_of"]
-        assert revisit.rec_headers.get_header("WARC-Profile") == SAME_TEXT_PROFILE
+        # A mirror's page is byte for byte its original: WARC 1.1's profile, with the date and
+        # record id of the response it repeats, whose payload digest it shares.
+        assert revisit.rec_headers.get_header("WARC-Profile") == IDENTICAL_PROFILE
+        original = read_record(result.store, by_url[dup["duplicate_of"]]["warc"])
+        assert revisit.rec_headers.get_header("WARC-Refers-To") == original.rec_headers.get_header(
+            "WARC-Record-ID")
+        assert revisit.rec_headers.get_header("WARC-Refers-To-Date") == original.rec_headers.get_header(
+            "WARC-Date")
+        assert revisit.rec_headers.get_header("WARC-Payload-Digest") == original.rec_headers.get_header(
+            "WARC-Payload-Digest")
     # A duplicate's links are not followed: the 60 pages are not all fetched.
     assert len([r for r in hits if r.path != "/robots.txt"]) < 60
     assert result.stats["dedup/exact"] >= 1

@@ -15,7 +15,8 @@ from crawler.service.service import CrawlService, NotFound
 from crawler.store.files import LocalStore, Location, SegmentWriter, TornRecord, iter_members, torn_tails
 from crawler.store.index import read_metadata
 from crawler.store.repair import WRITING_DIR, complete_length, cut_torn_tail, repair_local
-from crawler.store.warc import WarcFileWriter, WarcPage, read_record
+from crawler.store.warc import WarcFileWriter, read_record
+from crawler.store.wire import Exchange
 
 RECORDS = [b'{"url": "http://a.test/%d"}\n' % i for i in range(3)]
 LAST = b'{"url": "http://a.test/last", "title": "' + b"x" * 40 + b'"}\n'
@@ -122,9 +123,11 @@ def test_a_torn_record_read_by_its_location_is_said_so(tmp_path):
     store = LocalStore(tmp_path)
     meta = SegmentWriter(store, "meta", "seg", "jsonl.gz", roll_bytes=0, level=2)
     location = meta.append(b'{"url": "http://a.test/"}\n')
-    warc = WarcFileWriter(store, "seg", roll_bytes=0, software="test")
-    page = WarcPage("http://a.test/", 200, "OK", [], b"<p>hi</p>", "2026-01-01T00:00:00Z")
-    record, _, _ = warc.response(page)
+    warc = WarcFileWriter(store, "seg", roll_bytes=0, info={"software": "test"})
+    exchange = Exchange("http://a.test/", b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n", b"", 200,
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", b"<p>hi</p>", None,
+                        "2026-01-01T00:00:00Z")
+    record = warc.exchange(exchange).location
     meta.close()
     warc.close()
     assert read_metadata(store, location) == {"url": "http://a.test/"}

@@ -18,7 +18,8 @@ from testweb import Site, TestWeb
 from crawler.store.files import iter_records
 from crawler.store.index import PageIndex, read_metadata
 from crawler.store.s3 import S3Store
-from crawler.store.warc import payload_digest, read_page, read_record
+from crawler.store.wacz import warc_info, write_wacz
+from crawler.store.warc import index_name, payload_digest, read_page, read_record
 
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                "AWS_REGION_NAME": "us-east-1"}
@@ -118,7 +119,12 @@ def test_pages_are_written_to_s3_and_read_back_with_ranged_reads(crawl, tmp_path
     assert not any(p.is_file() for p in (tmp_path / "spool").rglob("*"))  # all left the spool
     store = S3Store("s3://pages/crawl-1", s3_client(moto), tmp_path / "reader-spool")
     assert all(name.startswith("warc/") for name in store.list("warc"))
+    # Each WARC file's CDXJ index is uploaded with it.
+    assert {index_name(name) for name in store.list("warc")} == set(store.list("indexes"))
     check_store(store, expected, PageIndex(tmp_path / "crawl-index"))
+    crawl_id = warc_info(store, store.list("warc")[0])["isPartOf"]  # and a WACZ of it, from S3
+    summary = write_wacz(store, crawl_id, tmp_path / "crawl.wacz", "test")
+    assert summary.files == len(store.list("warc")) and summary.pages == len(expected)
 
 
 def test_failing_uploads_are_retried_and_lose_nothing(crawl, tmp_path, moto):

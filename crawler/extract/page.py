@@ -10,6 +10,7 @@ from w3lib.url import safe_url_string
 
 from crawler.extract.html import extract_head, extract_hrefs, extract_text, parse_html
 from crawler.items import Page
+from crawler.store.wire import WIRE_META
 
 if TYPE_CHECKING:
     from scrapy.http import HtmlResponse, Response
@@ -68,4 +69,5 @@ def _how_it_came(response: Response) -> dict:
         "sitemap_lastmod": response.meta.get("sitemap_lastmod"),
         "sitemap_priority": priority if isinstance(priority, float) else None,
         "last_visit": response.meta.get("revisit"),
+        "wire": response.meta.get(WIRE_META),
     }

@@ -11,6 +11,7 @@ from crawler import signals as crawler_signals
 from crawler.extract.page import extract_page
 from crawler.frontier.codec import mark_failed
 from crawler.stages import StageClock
+from crawler.store.wire import WIRE_META
 from crawler.urls.normalize import UrlNormalizer
 
 if TYPE_CHECKING:
@@ -51,3 +52,5 @@ class PageCaptureMiddleware:
             # Logged by the signal manager; not stored: an attempt that failed.
             mark_failed(response.request, "capture: a page component failed")
             self.crawler.stats.inc_value("capture/errors")
+        else:
+            response.meta.pop(WIRE_META, None)  # its exchange was stored with the page

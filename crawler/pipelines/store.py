@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
-import time
+import socket
+from collections import OrderedDict
 from http import HTTPStatus
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +17,7 @@ from scrapy.utils.defer import deferred_from_coro
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.frontier.codec import requeue
+from crawler.frontier.crawl_id import crawl_id_of
 from crawler.frontier.revisit import NOT_MODIFIED, UNCHANGED
 from crawler.items import Page
 from crawler.paths import data_path
@@ -25,18 +28,22 @@ from crawler.store.files import LocalStore, Location, SegmentWriter, open_store,
 from crawler.store.index import PageIndex
 from crawler.store.space import StoreFull, is_no_space
 from crawler.store.warc import (
+    CONFORMS_TO,
     IDENTICAL_PROFILE,
     NEAR_TEXT_PROFILE,
     NOT_MODIFIED_PROFILE,
     SAME_TEXT_PROFILE,
+    Archived,
+    Referent,
     WarcFileWriter,
-    WarcPage,
     payload_digest,
 )
+from crawler.store.wire import Exchange, iso_time
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
     from scrapy.signalmanager import SignalManager
     from scrapy.statscollectors import StatsCollector
 
@@ -45,9 +52,46 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def iso_time(seconds: float) -> str:
-    """``2026-12-02T11:10:05.123Z``: UTC, milliseconds."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int(seconds % 1 * 1000):03d}Z"
+#: Payloads stored by this process, by digest, that an identical one may point to (LRU).
+PAYLOADS_REMEMBERED = 50_000
+
+
+def _version() -> str:
+    try:
+        return version("scrapy-polite-crawler")
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        return "unknown"
+
+
+def warcinfo(settings: BaseSettings, crawl_id: str) -> dict[str, str]:
+    """The fields of each WARC file's ``warcinfo`` record (application/warc-fields)."""
+    info = {
+        "software": f"politecrawler/{_version()} (Scrapy {scrapy.__version__})",
+        "format": "WARC File Format 1.1",
+        "conformsTo": CONFORMS_TO,
+        "hostname": socket.gethostname(),
+        "operator": settings.get("CRAWLER_CONTACT") or "",
+        "http-header-user-agent": settings.get("USER_AGENT") or "",
+        "robots": "obey" if settings.getbool("ROBOTSTXT_OBEY") else "ignore",
+        "isPartOf": crawl_id,
+    }
+    return {k: v for k, v in info.items() if v}
+
+
+def page_exchange(page: Page) -> Exchange:
+    """A page captured without its wire exchange (no ``WireCaptureMiddleware``): its
+    response as Scrapy decoded it, no request record."""
+    try:
+        reason = HTTPStatus(page.status).phrase
+    except ValueError:
+        reason = ""
+    lines = [f"HTTP/1.1 {page.status} {reason}".rstrip()]
+    lines += [f"{k}: {v}" for k, v in page.http_headers
+              if k.lower() not in ("content-encoding", "transfer-encoding", "content-length")]
+    lines.append(f"Content-Length: {len(page.html)}")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+    return Exchange(page.fetched_url or page.url, b"", b"", page.status, head, page.html, None,
+                    iso_time(page.fetched_at))
 
 
 def page_record(page: Page, warc: dict, text: dict | None, digest: str | None) -> dict:
@@ -83,11 +127,15 @@ def page_record(page: Page, warc: dict, text: dict | None, digest: str | None) -
 class PageStorePipeline:
     """Stores every :class:`~crawler.items.Page` under ``STORE_URI``.
 
-    ``warc/<segment>.warc.gz``: per page a WARC/1.1 ``response`` record (the HTTP
-    response, body as decoded) and a ``conversion`` record (the cleaned text), or for a
-    duplicate a ``revisit`` record pointing at the page it repeats; each record its own
-    gzip member. ``meta/<segment>.jsonl.gz``: one JSON record per page with where its
-    records are (file, offset, length). Files roll at ``STORE_ROLL_BYTES`` or
+    ``warc/<segment>.warc.gz`` (:mod:`crawler.store.warc`): per page its ``response``
+    record (the HTTP response as received, Content-Encoding kept), its ``request``
+    record and a ``conversion`` record (the cleaned text); for a duplicate, or a revisit
+    that found the page unchanged, a ``revisit`` record pointing at the record it
+    repeats; for every other fetch (robots.txt, redirects, error pages) its request and
+    response. Each record is its own gzip member; each file starts with a ``warcinfo``
+    record and gets its CDXJ index in ``indexes/`` when it closes.
+    ``meta/<segment>.jsonl.gz``: one JSON record per page with where its records are
+    (file, offset, length). Files roll at ``STORE_ROLL_BYTES`` or
     ``STORE_ROLL_SECONDS``; with an ``s3://`` store each complete file is uploaded.
     Compressed by ISA-L at ``STORE_GZIP_LEVEL``. A page is safe, and its URL acked to
     the frontier and indexed in ``STORE_INDEX_DIR`` (``crawler.store.index``), only once
@@ -95,15 +143,16 @@ class PageStorePipeline:
     ``STORE_FSYNC_INTERVAL`` seconds: ``crawler.store.durable``), with S3 once both its
     files are uploaded. Opening the store first repairs what a killed run left
     (``crawler.store.repair``).
-    Stats: ``store/pages``, ``store/duplicates``, ``store/html_bytes``,
-    ``store/warc_bytes``, ``store/fsync_batches``.
+    Stats: ``store/pages``, ``store/duplicates``, ``store/revisits``, ``store/fetches``
+    (other fetches archived), ``store/html_bytes``, ``store/warc_bytes``,
+    ``store/request_bytes``, ``store/fsync_batches``.
     """
 
     def __init__(self, store: LocalStore | S3Store, stats: StatsCollector, roll_bytes: int,
                  roll_seconds: float = 0, signals: SignalManager | None = None,
                  gzip_level: int = defaults.STORE_GZIP_LEVEL, index: PageIndex | None = None,
                  fsync_interval: float = defaults.STORE_FSYNC_INTERVAL,
-                 space: StoreSpaceWatch | None = None) -> None:
+                 info: dict[str, str] | None = None, space: StoreSpaceWatch | None = None) -> None:
         self.store = store
         self.space = space
         self.index = index
@@ -121,8 +170,13 @@ class PageStorePipeline:
         self.roll_bytes = roll_bytes
         self.roll_seconds = roll_seconds
         self.gzip_level = gzip_level
+        self.info = info or {"software": "politecrawler", "format": "WARC File Format 1.1"}
         self._warc: WarcFileWriter | None = None
         self._meta: SegmentWriter | None = None
+        # Payload digest -> the response record that holds it: an identical payload
+        # is written as a revisit pointing there (WARC 1.1's identical-payload-digest).
+        self._payloads: OrderedDict[str, Referent] = OrderedDict()
+        self.crawler: Crawler | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageStorePipeline:
@@ -143,7 +197,9 @@ class PageStorePipeline:
             settings.getfloat("STORE_FULL_TIMEOUT", defaults.STORE_FULL_TIMEOUT),
             lambda reason: deferred_from_coro(crawler.engine.close_spider_async(reason=reason)),
         )
+        pipeline.crawler = crawler  # its settings and crawl id name each WARC file (warcinfo)
         crawler.signals.connect(pipeline.page_captured, signal=crawler_signals.page_captured)
+        crawler.signals.connect(pipeline.fetch_captured, signal=crawler_signals.fetch_captured)
         return pipeline
 
     def _safe(self, name: str) -> None:
@@ -171,11 +227,33 @@ class PageStorePipeline:
             if response.request is not None:
                 requeue(response.request)
 
+    def fetch_captured(self, exchange: Exchange) -> None:
+        """A fetch that is no page (robots.txt, a redirect, an error page): archived as is,
+        unless the store has no room (``store/fetches_unarchived``)."""
+        if self._warc is None:
+            return
+        if self.space is not None and self.space.full:
+            self.stats.inc_value("store/fetches_unarchived")
+            return
+        try:
+            archived = self._warc.exchange(exchange)
+        except OSError as error:
+            if not is_no_space(error) or self.space is None:
+                raise
+            self._warc.abandon()
+            self.space.became_full(error)
+            self.stats.inc_value("store/fetches_unarchived")
+            return
+        self._warc.mark_whole()
+        self._count(archived)
+        self.stats.inc_value("store/fetches")
+
     def open_spider(self) -> None:
         self.store.recover()
         name = segment_name()
-        software = f"politecrawler (Scrapy {scrapy.__version__})"
-        self._warc = WarcFileWriter(self.store, name, self.roll_bytes, software, self.roll_seconds,
+        if self.crawler is not None:
+            self.info = warcinfo(self.crawler.settings, crawl_id_of(self.crawler))
+        self._warc = WarcFileWriter(self.store, name, self.roll_bytes, self.info, self.roll_seconds,
                                     self.gzip_level)
         self._meta = SegmentWriter(self.store, "meta", name, "jsonl.gz", self.roll_bytes,
                                    self.gzip_level, self.roll_seconds)
@@ -216,49 +294,74 @@ class PageStorePipeline:
         self.clock.add("store", start)
         return item
 
+    def _count(self, archived: Archived, more: int = 0) -> None:
+        self.stats.inc_value("store/warc_bytes", archived.location.length + archived.request_length + more)
+        self.stats.inc_value("store/request_bytes", archived.request_length)
+
+    def _remember(self, digest: str | None, referent: Referent) -> None:
+        if digest is None:
+            return
+        self._payloads[digest] = referent
+        self._payloads.move_to_end(digest)
+        if len(self._payloads) > PAYLOADS_REMEMBERED:
+            self._payloads.popitem(last=False)
+
     @staticmethod
-    def _unchanged_profile(item: Page, digest: str) -> str:
-        """A 304; a payload byte for byte the last visit's; else the same text only."""
-        if item.revisit == NOT_MODIFIED:
-            return NOT_MODIFIED_PROFILE
-        if (item.last_visit or {}).get("digest") == digest:
-            return IDENTICAL_PROFILE
-        return SAME_TEXT_PROFILE
+    def _last_referent(item: Page) -> Referent | None:
+        """The record holding the payload of the page's last visit, as its state keeps it."""
+        record = (item.last_visit or {}).get("record")
+        if not (isinstance(record, list) and len(record) == 3):
+            return None
+        return Referent(*record)
+
+    def _archive(self, item: Page, exchange: Exchange, digest: str) -> tuple[Archived, Location | None]:
+        """Write the page's records: (its response or revisit record, its text's record)."""
+        if item.revisit in (NOT_MODIFIED, UNCHANGED):  # its text is stored under its last visit
+            if item.revisit == NOT_MODIFIED:
+                profile = NOT_MODIFIED_PROFILE
+            elif (item.last_visit or {}).get("digest") == digest:
+                profile = IDENTICAL_PROFILE
+            else:
+                profile = SAME_TEXT_PROFILE
+            self.stats.inc_value("store/revisits")
+            return self._warc.revisit(exchange, profile, self._last_referent(item)), None
+        if item.duplicate_of:  # its text is stored under the page it repeats
+            original = self._payloads.get(digest)
+            if original is not None:
+                profile = IDENTICAL_PROFILE
+            else:
+                profile = SAME_TEXT_PROFILE if item.duplicate_kind == "exact" else NEAR_TEXT_PROFILE
+                original = Referent(item.duplicate_of, "")
+            self.stats.inc_value("store/duplicates")
+            return self._warc.revisit(exchange, profile, original), None
+        archived = self._warc.exchange(exchange)
+        self._remember(archived.digest, Referent(exchange.url, archived.date, archived.record_id))
+        text = self._warc.conversion(exchange.url, item.text, archived)
+        self.stats.inc_value("store/pages")
+        self.stats.inc_value("store/html_bytes", len(item.html))
+        return archived, text
 
     def _store(self, item: Page) -> None:
-        try:
-            reason = HTTPStatus(item.status).phrase
-        except ValueError:
-            reason = ""
-        fetched_at = iso_time(item.fetched_at)
-        page = WarcPage(item.url, item.status, reason, item.http_headers, item.html, fetched_at)
-        if item.revisit in (NOT_MODIFIED, UNCHANGED):  # its text is stored under its last visit
-            digest = payload_digest(page.body)
-            warc = self._warc.revisit(page, item.url, self._unchanged_profile(item, digest), digest)
-            item.stored = page_record(item, warc.as_dict(), None, digest)
-            self.stats.inc_value("store/revisits")
-        elif item.duplicate_of:  # its text is stored under the page it repeats
-            profile = SAME_TEXT_PROFILE if item.duplicate_kind == "exact" else NEAR_TEXT_PROFILE
-            digest = payload_digest(page.body)
-            warc = self._warc.revisit(page, item.duplicate_of, profile, digest)
-            item.stored = page_record(item, warc.as_dict(), None, None)
-            self.stats.inc_value("store/duplicates")
-        else:
-            warc, record_id, digest = self._warc.response(page)
-            text = self._warc.conversion(item.url, item.text, record_id, page.fetched_at)
-            item.stored = page_record(item, warc.as_dict(), text.as_dict(), digest)
-            self.stats.inc_value("store/pages")
-            self.stats.inc_value("store/html_bytes", len(item.html))
-            self.stats.inc_value("store/warc_bytes", warc.length + text.length)
+        exchange = item.wire or page_exchange(item)
+        item.wire = None  # its bytes are written: not held with the item
+        digest = payload_digest(exchange.body)
+        archived, text = self._archive(item, exchange, digest)
+        self._count(archived, text.length if text else 0)
+        item.stored = page_record(item, archived.location.as_dict(), text.as_dict() if text else None,
+                                  None if item.duplicate_of and item.revisit not in (NOT_MODIFIED, UNCHANGED)
+                                  else digest)
         if item.revisit_state is not None:  # the next visit compares its payload with this one
-            item.revisit_state["digest"] = (
-                (item.last_visit or {}).get("digest") if item.revisit == NOT_MODIFIED else digest)
+            last = item.last_visit or {}
+            item.revisit_state["digest"] = last.get("digest") if item.revisit == NOT_MODIFIED else digest
+            holder = archived.holder  # where a revisit finding it unchanged points
+            item.revisit_state["record"] = None if holder is None else [
+                holder.url, holder.date, holder.record_id]
         line = json.dumps(item.stored, ensure_ascii=False, separators=(",", ":")) + "\n"
         meta = self._meta.append(line.encode("utf-8"))
         # An unchanged revisit stays out of the index: the version it points to holds the body.
         row = None if item.revisit in (NOT_MODIFIED, UNCHANGED) else (item.url, self.root, meta)
-        if self._batches is None:  # S3: safe once both files are uploaded
-            awaiting = {item.stored["warc"]["file"], meta.file}
+        if self._batches is None:  # S3: safe once its files are uploaded (a roll may split them)
+            awaiting = {item.stored["warc"]["file"], meta.file, *([text.file] if text else [])}
         else:
             batch = self._batches.written()
             awaiting = {batch} if batch else set()

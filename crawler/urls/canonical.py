@@ -10,15 +10,19 @@ from crawler.urls.keys import url_host
 # One link-value of a Link header (RFC 8288 3): <target> then ;-separated parameters.
 _LINK_VALUE = re.compile(r"<([^>]*)>((?:\s*;\s*[^;,]*)*)")
 _REL = re.compile(r"""(?i);\s*rel\s*=\s*(?:"([^"]*)"|([^\s;,"]+))""")
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
-def header_canonical(values: Iterable[str]) -> str | None:
-    """The target of the first ``rel="canonical"`` link of ``Link`` header values, as written."""
+def header_canonical(values: Iterable[bytes | str]) -> str | None:
+    """The target of the first ``rel="canonical"`` link of ``Link`` header values as received
+    (bytes, or text decoded as Latin-1: one character a byte), its bytes that are not ASCII
+    percent-encoded as they are (a header has no charset to decode them by)."""
     for value in values:
-        for target, params in _LINK_VALUE.findall(value):
+        text = value.decode("latin-1") if isinstance(value, bytes) else value
+        for target, params in _LINK_VALUE.findall(text):
             for quoted, bare in _REL.findall(params):
                 if "canonical" in (quoted or bare).lower().split():
-                    return target.strip()
+                    return _NOT_ASCII.sub(lambda m: f"%{ord(m.group()):02X}", target.strip())
     return None
 
 

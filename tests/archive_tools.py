@@ -1,0 +1,109 @@
+"""The archive tools the WARC tests run (pywb, wacz), from the venv .ci/run makes for them:
+pywb pins redis<3, which the crawler's own venv cannot hold."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from lxml import html as lxml_html
+from nginx_server import free_port
+
+from crawler.extract.html import normalize_whitespace
+
+REPO = Path(__file__).resolve().parent.parent
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--no-proxy-server", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+def tool(name: str) -> str:
+    """The path of an archive tool; a skip where none is installed, a failure under .ci/run."""
+    directory = Path(os.environ.get("ARCHIVE_TOOLS_BIN", REPO / ".venv-archive" / "bin"))
+    path = directory / name
+    if path.exists():
+        return str(path)
+    message = f"{name} not found in {directory} (.ci/run installs pywb and wacz in .venv-archive)"
+    if os.environ.get("ARCHIVE_TOOLS_REQUIRED"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def chromium() -> str:
+    path = shutil.which("chromium")
+    if path is None:
+        if os.environ.get("ARCHIVE_TOOLS_REQUIRED"):
+            pytest.fail("Debian's chromium is not installed")
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    return path
+
+
+def visible_text(url: str, profile: Path) -> str:
+    """The text headless chromium shows for ``url`` (scripts and styles left out)."""
+    dom = subprocess.run([chromium(), *CHROMIUM_ARGS, f"--user-data-dir={profile}",
+                          "--virtual-time-budget=5000", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=90, check=True).stdout
+    tree = lxml_html.fromstring(dom)
+    # pywb's own banner (frameless replay) is not the page's.
+    for element in tree.xpath("//script|//style|//noscript|//*[starts-with(@id, '_wb')]"):
+        element.drop_tree()
+    body = tree.find("body")
+    return normalize_whitespace((body if body is not None else tree).text_content())
+
+
+class Wayback:
+    """pywb's ``wayback`` over a collection of the given WARC files and CDXJ index (ours, not
+    the one pywb would make), on a free loopback port."""
+
+    def __init__(self, directory: Path, warcs: list[Path], index: list[str]) -> None:
+        self.directory = directory
+        self.warcs = warcs
+        self.index = index
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> Wayback:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+        subprocess.run([tool("wb-manager"), "init", "crawl"], cwd=self.directory, env=env, check=True,
+                       capture_output=True, timeout=120)
+        # Frameless: chromium's --dump-dom shows the page itself, not pywb's frame around it.
+        (self.directory / "config.yaml").write_text("framed_replay: false\n")
+        collection = self.directory / "collections" / "crawl"
+        for warc in self.warcs:
+            shutil.copy(warc, collection / "archive" / warc.name)
+        lines = "".join(line + "\n" for line in sorted(self.index))
+        (collection / "indexes" / "index.cdxj").write_text(lines)
+        log = (self.directory / "wayback.log").open("w")
+        self.process = subprocess.Popen([tool("wayback"), "-p", str(self.port), "-b", "127.0.0.1"],
+                                        cwd=self.directory, env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=2).close()
+                return self
+            except OSError:
+                if self.process.poll() is not None:
+                    break
+                time.sleep(0.2)
+        self.__exit__()
+        raise RuntimeError("wayback did not start: " + (self.directory / "wayback.log").read_text()[-2000:])
+
+    def replay_url(self, timestamp: str, url: str) -> str:
+        """The replay of ``url`` as of ``timestamp``."""
+        return f"http://127.0.0.1:{self.port}/crawl/{timestamp}/{url}"
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+            self.process = None
