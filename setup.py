@@ -50,16 +50,5 @@ setup(
     entry_points={
         # scrapyd and scrapyd-deploy find the project settings here.
         "scrapy": ["settings = crawler.settings"],
-        # The crawler's commands in any project where the package is installed.
-        "scrapy.commands": [
-            "crawl = crawler.commands.crawl:Command",
-            "settings = crawler.commands.settings:Command",
-            "page = crawler.commands.page:Command",
-            "crawlstats = crawler.commands.crawlstats:Command",
-            "forget = crawler.commands.forget:Command",
-            "deadletters = crawler.commands.deadletters:Command",
-            "plan = crawler.commands.plan:Command",
-            "serve = crawler.commands.serve:Command",
-        ],
     },
 )

@@ -9,6 +9,8 @@ from scrapy.commands.settings import Command as ScrapySettingsCommand
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 
+from crawler.addon import PoliteCrawler
+
 if TYPE_CHECKING:
     import argparse
 
@@ -23,8 +25,8 @@ class Command(ScrapySettingsCommand):
         settings = self.settings.copy()
         for path in build_component_list(settings["ADDONS"]):
             addon_class = load_object(path)
-            if hasattr(addon_class, "update_settings") and not hasattr(addon_class, "from_crawler") \
-                    and not _required_arguments(addon_class):
+            if hasattr(addon_class, "update_settings") and not _required_arguments(addon_class) and (
+                    issubclass(addon_class, PoliteCrawler) or not hasattr(addon_class, "from_crawler")):
                 addon_class().update_settings(settings)
         self.settings = settings
         super().run(args, opts)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from redis import RedisError
@@ -119,8 +120,10 @@ class FrontierScheduler(BaseScheduler):
                                  self.waker.in_seconds, stall)
         self.link.counts_read = self._counts_read
         self.leases = LeaseBook()
+        self.in_memory: deque[Request] = deque()  # requests the frontier cannot store (Intake)
         self.intake = Intake(crawler.request_fingerprinter, levels, crawler.stats, self._write,
-                             lambda: self.revisit_timer.in_seconds(0), self._key_new_hosts)
+                             lambda: self.revisit_timer.in_seconds(0), self._key_new_hosts,
+                             self.in_memory.append)
         self.fetches = FetchReports(self._fetches_ended)
         self.fetches.connect(crawler.signals)
         self.failures = FailureChain(self._write, crawler.stats, self.retry, lambda: self.waker.in_seconds(0),
@@ -270,7 +273,7 @@ class FrontierScheduler(BaseScheduler):
         """Answered from this worker's state and the last read of the frontier's counts (a
         fresh read starts off the reactor when that one is old): never a call to Redis here."""
         self._ack_finished()
-        self._said_pending = self._pending()
+        self._said_pending = bool(self.in_memory) or self._pending()
         return self._said_pending
 
     def _pending(self) -> bool:
@@ -297,6 +300,8 @@ class FrontierScheduler(BaseScheduler):
         reactor (as many due hosts as the downloader has free slots, in one step), and the
         engine woken when the claims are in."""
         self._ack_finished()
+        if self.in_memory:
+            return self.in_memory.popleft()
         claimed = self.link.claimed
         if not claimed:
             self.link.claim(max(1, self._concurrency - len(self.leases)))
