@@ -43,7 +43,9 @@ setup(
                  # test_simhash checks our fingerprints against the simhash package's.
                  "simhash>=2.1.2,<3",
                  # tests/test_urls_from_network.py fuzzes the link and redirect paths.
-                 "hypothesis>=6.100"],
+                 "hypothesis>=6.100",
+                 # tests/test_items.py checks feed lines against docs/page-item.schema.json.
+                 "jsonschema>=4.18,<5"],
         # bench/ compares with these in the same run (bench/parsers.py: selectolax).
         "bench": ["simhash>=2.1.2,<3", "selectolax>=1.0,<2"],
     },

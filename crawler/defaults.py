@@ -237,3 +237,9 @@ SERVE_POLL_INTERVAL = 1.0
 SERVE_SCRAPYD_URL = ""
 # The scrapyd project the crawler is deployed as (scrapyd-deploy's, scrapy.cfg's [deploy] project).
 SERVE_SCRAPYD_PROJECT = "crawler"
+
+# --- Feeds and identity ----------------------------------------------------------
+# A feed's page items (-o pages.jsonl) carry the page's HTML (base64) too (docs/items.md).
+FEED_PAGE_HTML = False
+# The operator's contact, a URL or an e-mail, put in the default USER_AGENT; a WARNING at start while empty.
+CRAWLER_CONTACT = ""

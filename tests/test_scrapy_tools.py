@@ -178,6 +178,8 @@ def test_without_the_addon_the_package_changes_nothing(plain, site):
 def test_with_the_addon_and_its_commands_a_decimal_download_delay_is_taken(tmp_path, site):
     project = _project(tmp_path, site, ADDON_LINE, COMMANDS_LINE)
     assert "crawls" in scrapy(project, "-h").stdout
+    pipelines = scrapy(project, "settings", "--get", "ITEM_PIPELINES").stdout
+    assert '"crawler.pipelines.store.PageStorePipeline": 800' in pipelines
     done = scrapy(project, "crawl", "own", "-a", f"start={site.url}/a.html", "-s", "DOWNLOAD_DELAY=0.5",
                   "-s", f"DATA_DIR={tmp_path}")
     assert done.returncode == 0, done.stderr[-2000:]

@@ -130,6 +130,7 @@ class WebSpider(scrapy.Spider):
         normalize = UrlNormalizer.from_settings(settings)
         self._normalize = normalize
         self.depth_limit = settings.getint("DEPTH_LIMIT")
+        self.feed_html = settings.getbool("FEED_PAGE_HTML", defaults.FEED_PAGE_HTML)
         self.scope = scope
         self.allowed_domains: list[str] | None = None
         # Redirects bypass the link follower: Scrapy's OffsiteMiddleware keeps them in scope
@@ -214,6 +215,7 @@ class WebSpider(scrapy.Spider):
             stats.inc_value("robots/meta/noindex")  # not stored; its links still count
         else:
             self.pages += 1
+            page.feed_html = self.feed_html
             yield page
         if asks.nofollow:
             stats.inc_value("robots/meta/nofollow")
