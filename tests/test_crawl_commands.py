@@ -1,0 +1,100 @@
+"""Every command reads the crawl it names with the settings it is given (-s, S3 included),
+``scrapy crawls`` lists the crawls, and a refusal is one clear line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from crawling import REPO, crawl_command
+from test_s3 import CREDENTIALS, make_bucket
+from testweb import Site, TestWeb
+
+from crawler.frontier.embedded import EmbeddedFrontier
+
+
+def _env() -> dict[str, str]:
+    """This project's settings, and no AWS_* variable: what a command reads comes from -s."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["SCRAPY_SETTINGS_MODULE"] = "crawler.settings"
+    env["PYTHONPATH"] = ":".join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+def scrapy(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=cwd, env=env or _env(),
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def _crawl(web: TestWeb, tmp_path: Path, *args: str, **settings: object) -> subprocess.CompletedProcess[str]:
+    command, env = crawl_command(web, tmp_path, *args, **settings)
+    env = {k: v for k, v in env.items() if not k.startswith("AWS_")}
+    return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+def test_scrapy_page_reads_an_s3_store_with_the_settings_it_is_given(tmp_path, moto):
+    make_bucket(moto, "tools")
+    s3 = {"STORE_URI": "s3://tools/c1", "AWS_ENDPOINT_URL": moto, **CREDENTIALS}
+    with TestWeb([Site("s3.test", pages=3)]) as web:
+        done = _crawl(web, tmp_path, "seeds=" + web.url("s3.test"), STORE_SPOOL_DIR=tmp_path / "spool", **s3)
+        url = web.url("s3.test")
+    assert done.returncode == 0, done.stderr[-3000:]
+    settings = [arg for name, value in s3.items() for arg in ("-s", f"{name}={value}")]
+    record = scrapy(tmp_path, "page", url, *settings)
+    assert record.returncode == 0, record.stderr[-3000:]
+    assert f'"url": "{url}"' in record.stdout
+    text = scrapy(tmp_path, "page", "--text", url, *settings)
+    assert text.returncode == 0 and text.stdout.strip(), text.stderr[-3000:]
+
+
+def test_scrapy_crawls_lists_each_crawl_with_its_state(tmp_path):
+    where = ["-s", f"FRONTIER_DIR={tmp_path / 'state'}"]
+    assert "no crawls in" in scrapy(tmp_path, "crawls", *where).stderr
+    with TestWeb([Site("one.test", pages=4)]) as web:
+        done = _crawl(web, tmp_path, "seeds=" + web.url("one.test"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    states = list((tmp_path / "state").glob("*/frontier.sqlite"))
+    assert len(states) == 1
+    crawl_id = states[0].parent.name
+    listed = scrapy(tmp_path, "crawls", *where)
+    assert listed.returncode == 0, listed.stderr
+    header, row = listed.stdout.splitlines()
+    assert header.split()[:4] == ["CRAWL", "STATE", "PAGES", "QUEUED"]
+    assert row.split()[:4] == [crawl_id, "finished", "4", "0"]
+    frontier = EmbeddedFrontier(states[0])  # as a running crawl holds it
+    try:
+        running = scrapy(tmp_path, "crawls", *where).stdout
+        assert "running" in running and f"(process {os.getpid()})" in running
+    finally:
+        frontier.close()
+    none = scrapy(tmp_path, "deadletters", crawl_id, *where)
+    assert none.returncode == 0 and f"crawl {crawl_id} has no dead letters" in none.stderr
+
+
+@pytest.mark.parametrize("under_scrapyd", [False, True])
+def test_a_crawl_in_use_is_one_usage_error_naming_it_and_its_process(tmp_path, under_scrapyd):
+    crawl_id = "busy-crawl"
+    state = tmp_path / "crawl-state" / crawl_id / "frontier.sqlite"
+    frontier = EmbeddedFrontier(state)
+    env = _env()
+    log = tmp_path / "job.log"
+    extra = ["-s", f"LOG_FILE={log}"] if under_scrapyd else []
+    if under_scrapyd:
+        env["SCRAPY_JOB"] = "job-1"
+    try:
+        done = scrapy(tmp_path, "crawl", "web", "-a", "seeds=http://127.0.0.1:9/",
+                      "-s", f"CRAWL_ID={crawl_id}", "-s", f"DATA_DIR={tmp_path}", *extra, env=env)
+    finally:
+        frontier.close()
+    assert done.returncode == 2, done.stderr[-3000:]
+    said = f"crawl {crawl_id} is running in process {os.getpid()} ("
+    errors = [line for line in done.stderr.splitlines() if ": error: " in line]  # scrapy: or __main__.py:
+    assert len(errors) == 1 and said in errors[0] and "CRAWL_ID" in errors[0], done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "Engine slot" not in done.stderr
+    if under_scrapyd:
+        logged = [line for line in log.read_text().splitlines() if " ERROR: " in line]
+        assert len(logged) == 1 and said in logged[0]
