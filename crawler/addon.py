@@ -13,6 +13,8 @@ redirects, the user agent) and leaves out every part that keeps crawl state.
 from __future__ import annotations
 
 import logging
+import os
+from importlib import metadata
 from typing import TYPE_CHECKING
 
 from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
+# The product token of the default USER_AGENT.
+AGENT = "politecrawler"
 # Scrapy's own, for a run of one of its tools: memory queues, no state (without JOBDIR).
 MEMORY_SCHEDULER = "scrapy.core.scheduler.Scheduler"
 REQUEST_FINGERPRINTER_CLASS = "crawler.urls.fingerprinter.UrlFingerprinter"
@@ -97,6 +101,16 @@ def scrapy_tool(spidercls: type | None, settings: BaseSettings) -> str | None:
     return None
 
 
+def user_agent(contact: str) -> str:
+    """``politecrawler/<version> (+<contact>)``: the product token robots.txt groups are
+    matched on, this package's version, and how to reach the operator."""
+    try:
+        version = metadata.version("scrapy-polite-crawler")
+    except metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        version = "0"
+    return f"{AGENT}/{version}" + (f" (+{contact})" if contact else "")
+
+
 def default_names() -> list[str]:
     """Every setting :mod:`crawler.defaults` defines."""
     return [name for name in vars(defaults) if name.isupper()]
@@ -151,6 +165,35 @@ class PoliteCrawler:
                     settings.setdefault_in_component_priority_dict(name, load_object(path), order)
         if tool is not None:
             self._for_tool(settings, tool)
+            return
+        self._name_the_crawler(settings)
+        if os.environ.get("SCRAPY_JOB") and not settings.get("DATA_DIR"):
+            self._say_where_state_goes(settings)
+
+    @staticmethod
+    def _say_where_state_goes(settings: BaseSettings) -> None:
+        """A scrapyd job without ``DATA_DIR``: its relative paths land in scrapyd's working
+        directory, which nothing else names; one WARNING says where."""
+        names = ("FRONTIER_DIR", "STORE_URI", "STORE_INDEX_DIR", "STORE_SPOOL_DIR")
+        values = {name: str(settings.get(name) or "") for name in names}
+        there = [f"{name} {os.path.abspath(value)}" for name, value in values.items()
+                 if value and not os.path.isabs(value) and "://" not in value]
+        if there:
+            logger.warning("DATA_DIR is not set: this scrapyd job keeps its data in scrapyd's working "
+                           "directory (%s); set DATA_DIR to an absolute directory", ", ".join(there))
+
+    @staticmethod
+    def _name_the_crawler(settings: BaseSettings) -> None:
+        """The default ``USER_AGENT``: the crawler, its version and ``CRAWLER_CONTACT``, which
+        robots.txt is matched on by its product token; a WARNING while no contact is set."""
+        if settings.getpriority("USER_AGENT") > SETTINGS_PRIORITIES["addon"]:
+            return  # the project's own
+        contact = str(settings.get("CRAWLER_CONTACT") or "").strip()
+        settings.set("USER_AGENT", user_agent(contact), priority="addon")
+        if not contact:
+            logger.warning("CRAWLER_CONTACT is not set: sites see %r and cannot reach whoever runs this "
+                           "crawl; set it to a URL or an e-mail (-s CRAWLER_CONTACT=https://example.org/bot)",
+                           settings.get("USER_AGENT"))
 
     @staticmethod
     def _for_tool(settings: BaseSettings, tool: str) -> None:

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -98,3 +101,35 @@ def test_a_crawl_in_use_is_one_usage_error_naming_it_and_its_process(tmp_path, u
     if under_scrapyd:
         logged = [line for line in log.read_text().splitlines() if " ERROR: " in line]
         assert len(logged) == 1 and said in logged[0]
+
+
+def test_a_scrapyd_job_without_data_dir_says_where_its_data_goes(tmp_path):
+    with TestWeb([Site("job.test", pages=1)]) as web:
+        command, env = crawl_command(web, tmp_path, "seeds=" + web.url("job.test"))
+        command = [*command, "-s", "FRONTIER_DIR=crawl-state"]
+        done = subprocess.run(command, cwd=tmp_path, env={**env, "SCRAPY_JOB": "job-1"}, capture_output=True,
+                              text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    warned = [line for line in done.stderr.splitlines() if "WARNING" in line and "DATA_DIR is not" in line]
+    assert len(warned) == 1 and f"FRONTIER_DIR {tmp_path / 'crawl-state'}" in warned[0]
+
+
+def test_after_ctrl_c_the_log_says_the_same_command_resumes_and_the_rerun_says_it_resumes(tmp_path):
+    with TestWeb([Site("slow.test", pages=40, latency=0.3)]) as web:
+        command, env = crawl_command(web, tmp_path, "seeds=" + web.url("slow.test"), ROBOTSTXT_OBEY=False)
+        process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while len(web.hits("slow.test")) < 3 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            process.send_signal(signal.SIGINT)
+            log, _ = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        again = subprocess.run([*command, "-s", "CLOSESPIDER_PAGECOUNT=1"], cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=120, check=False)
+    assert re.search(r"Crawl web-\w+ stopped, \d+ URLs left: the same command resumes it", log), log[-3000:]
+    assert re.search(r"Resuming the crawl web-\w+: \d+ URLs done, \d+ queued to fetch", again.stderr), \
+        again.stderr[-3000:]

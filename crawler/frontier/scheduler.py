@@ -34,10 +34,7 @@ from crawler.frontier.hostkeys import PolitenessKeys
 from crawler.frontier.intake import Intake
 from crawler.frontier.leases import LeaseBook
 from crawler.frontier.link import FrontierLink
-from crawler.frontier.policy import (
-    PriorityLevels,
-    RetryPolicy,
-)
+from crawler.frontier.policy import PriorityLevels, RetryPolicy
 from crawler.frontier.timers import EarliestCall
 from crawler.frontier.upkeep import (
     Opening,
@@ -121,9 +118,8 @@ class FrontierScheduler(BaseScheduler):
         self.link.counts_read = self._counts_read
         self.leases = LeaseBook()
         self.in_memory: deque[Request] = deque()  # requests the frontier cannot store (Intake)
-        self.intake = Intake(crawler.request_fingerprinter, levels, crawler.stats, self._write,
-                             lambda: self.revisit_timer.in_seconds(0), self._key_new_hosts,
-                             self.in_memory.append)
+        self.intake = Intake(crawler.request_fingerprinter, levels, crawler.stats, self._write, lambda:
+                             self.revisit_timer.in_seconds(0), self._key_new_hosts, self.in_memory.append)
         self.fetches = FetchReports(self._fetches_ended)
         self.fetches.connect(crawler.signals)
         self.failures = FailureChain(self._write, crawler.stats, self.retry, lambda: self.waker.in_seconds(0),
@@ -174,7 +170,8 @@ class FrontierScheduler(BaseScheduler):
         if opening.done and not opening.pending and not self.continuous:
             opening.say_finished(self.crawl_id)
         elif opening.done or opening.counts.queued:
-            logger.info("Resuming the crawl: %d URLs done, %d queued", opening.done, opening.counts.queued)
+            logger.info("Resuming the crawl %s: %d URLs done, %d queued to fetch", self.crawl_id,
+                        opening.done, opening.counts.queued)
         self._key_new_hosts()
         # Often enough that a worker beats at least three times per FRONTIER_WORKER_TIMEOUT.
         housekeeping = beat_interval(self.crawler.settings.getfloat(
@@ -190,6 +187,9 @@ class FrontierScheduler(BaseScheduler):
     def close(self, reason: str) -> defer.Deferred:
         """Send every step still waiting (the engine waits for it), then close the frontier."""
         self._closed = self.keys.closed = True
+        left = self.link.counts()
+        if reason == "shutdown" and left is not None and (n := left.queued + left.leased + left.waiting):
+            logger.info("Crawl %s stopped, %d URLs left: the same command resumes it", self.crawl_id, n)
         for timer in self._timers:
             if timer.running:
                 timer.stop()
