@@ -13,7 +13,6 @@ redirects, the user agent) and leaves out every part that keeps crawl state.
 from __future__ import annotations
 
 import logging
-import os
 from importlib import metadata
 from typing import TYPE_CHECKING
 
@@ -167,20 +166,6 @@ class PoliteCrawler:
             self._for_tool(settings, tool)
             return
         self._name_the_crawler(settings)
-        if os.environ.get("SCRAPY_JOB") and not settings.get("DATA_DIR"):
-            self._say_where_state_goes(settings)
-
-    @staticmethod
-    def _say_where_state_goes(settings: BaseSettings) -> None:
-        """A scrapyd job without ``DATA_DIR``: its relative paths land in scrapyd's working
-        directory, which nothing else names; one WARNING says where."""
-        names = ("FRONTIER_DIR", "STORE_URI", "STORE_INDEX_DIR", "STORE_SPOOL_DIR")
-        values = {name: str(settings.get(name) or "") for name in names}
-        there = [f"{name} {os.path.abspath(value)}" for name, value in values.items()
-                 if value and not os.path.isabs(value) and "://" not in value]
-        if there:
-            logger.warning("DATA_DIR is not set: this scrapyd job keeps its data in scrapyd's working "
-                           "directory (%s); set DATA_DIR to an absolute directory", ", ".join(there))
 
     @staticmethod
     def _name_the_crawler(settings: BaseSettings) -> None:

@@ -12,11 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 from crawling import REPO, crawl_command
+from redis_server import RedisServer
 from test_s3 import CREDENTIALS, make_bucket
 from testweb import Site, TestWeb
 
+from crawler.frontier.api import Entry
 from crawler.frontier.embedded import EmbeddedFrontier
+from crawler.frontier.sharded import open_redis_frontier
 
 
 def _env() -> dict[str, str]:
@@ -85,9 +89,7 @@ def test_a_crawl_in_use_is_one_usage_error_naming_it_and_its_process(tmp_path, u
     frontier = EmbeddedFrontier(state)
     env = _env()
     log = tmp_path / "job.log"
-    extra = ["-s", f"LOG_FILE={log}"] if under_scrapyd else []
-    if under_scrapyd:
-        env["SCRAPY_JOB"] = "job-1"
+    extra = ["-s", f"LOG_FILE={log}", "-a", "_job=job-1"] if under_scrapyd else []  # as scrapyd 1.6
     try:
         done = scrapy(tmp_path, "crawl", "web", "-a", "seeds=http://127.0.0.1:9/",
                       "-s", f"CRAWL_ID={crawl_id}", "-s", f"DATA_DIR={tmp_path}", *extra, env=env)
@@ -133,3 +135,20 @@ def test_after_ctrl_c_the_log_says_the_same_command_resumes_and_the_rerun_says_i
     assert re.search(r"Crawl web-\w+ stopped, \d+ URLs left: the same command resumes it", log), log[-3000:]
     assert re.search(r"Resuming the crawl web-\w+: \d+ URLs done, \d+ queued to fetch", again.stderr), \
         again.stderr[-3000:]
+
+
+def test_scrapy_crawls_lists_the_crawls_in_redis(tmp_path):
+    server = RedisServer(tmp_path).start()
+    try:
+        client = redis.Redis.from_url(server.url)
+        frontier = open_redis_frontier([client], "shared")
+        frontier.add([Entry(1, "a.test", 0, '{"url": "http://a.test/"}'),
+                      Entry(2, "a.test", 0, '{"url": "http://a.test/b"}')])
+        frontier.count("stored", 3)
+        listed = scrapy(tmp_path, "crawls", "-s", f"REDIS_URL={server.url}")
+        client.close()
+    finally:
+        server.stop()
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    rows = [line.split() for line in listed.stdout.splitlines()]
+    assert rows[1][:4] == ["shared", "stopped", "3", "2"], listed.stdout
