@@ -171,7 +171,7 @@ class PoliteCrawler:
     def _name_the_crawler(settings: BaseSettings) -> None:
         """The default ``USER_AGENT``: the crawler, its version and ``CRAWLER_CONTACT``, which
         robots.txt is matched on by its product token; a WARNING while no contact is set."""
-        if settings.getpriority("USER_AGENT") > SETTINGS_PRIORITIES["addon"]:
+        if (settings.getpriority("USER_AGENT") or 0) > SETTINGS_PRIORITIES["addon"]:
             return  # the project's own
         contact = str(settings.get("CRAWLER_CONTACT") or "").strip()
         settings.set("USER_AGENT", user_agent(contact), priority="addon")

@@ -4,10 +4,11 @@ record a feed (``-o pages.jsonl``) carries for it (docs/items.md)."""
 from __future__ import annotations
 
 import base64
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from itemadapter import ItemAdapter
 from itemadapter.adapter import AdapterInterface
@@ -126,7 +127,7 @@ class PageAdapter(AdapterInterface):
 
 
 # Ahead of itemadapter's dataclass adapter; it sees Page items only.
-ItemAdapter.ADAPTER_CLASSES.appendleft(PageAdapter)
+cast("deque[type[AdapterInterface]]", ItemAdapter.ADAPTER_CLASSES).appendleft(PageAdapter)
 
 
 @dataclass

@@ -56,12 +56,15 @@ def redis_crawls(clients: list[Redis] | list[RedisCluster]) -> list[tuple[str, .
     for client in clients:
         for key in client.scan_iter(match="crawl:{*}:counters", count=1000):
             ids.add(key.decode().partition("{")[2].rpartition("}")[0])
-    rows, now = [], time.time()
+    rows: list[tuple[float, str, str, str, str, str]] = []
+    now = time.time()
     for crawl_id in ids:
         frontier = open_redis_frontier(clients, crawl_id)
         counts = {**frontier.counters, **frontier.gauges(now)}
-        beats = [score for client in clients for _, score in client.zrange(
-            f"crawl:{{{crawl_id}}}:workers", -1, -1, withscores=True)]
+        beats: list[float] = []
+        for client in clients:
+            newest = client.zrange(f"crawl:{{{crawl_id}}}:workers", -1, -1, withscores=True)
+            beats += [float(entry[1]) for entry in newest]  # (worker id, last beat)
         last = max(beats, default=0.0)
         rows.append((last, crawl_id, crawl_state(counts, now - last < 60),
                      str(counts.get("stored", 0)), str(counts.get("queued", 0)), iso(last) if last else "-"))
@@ -85,13 +88,15 @@ class Command(ScrapyCommand):
         return "List the crawls (state, pages, queued, last activity)"
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        check_command_settings(self.settings)
-        if uses_redis(self.settings):
-            check_redis(self.settings)
-            where = self.settings.get("REDIS_URL") or "Redis"
-            rows = redis_crawls(redis_clients(self.settings))
+        settings = self.settings
+        assert settings is not None
+        check_command_settings(settings)
+        if uses_redis(settings):
+            check_redis(settings)
+            where = settings.get("REDIS_URL") or "Redis"
+            rows = redis_crawls(redis_clients(settings))
         else:
-            frontier_dir = Path(data_path(self.settings, "FRONTIER_DIR")).resolve()
+            frontier_dir = Path(data_path(settings, "FRONTIER_DIR")).resolve()
             where = str(frontier_dir)
             rows = embedded_crawls(frontier_dir)
         if not rows:

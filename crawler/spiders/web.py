@@ -120,6 +120,7 @@ class WebSpider(scrapy.Spider):
 
     def _configure(self, crawler: Crawler) -> None:
         settings = crawler.settings
+        self.seed_urls: list[str]
         if not self._seeds_arg and scrapy_tool(type(self), settings):
             # scrapy parse, check or fetch gives its own URL: no seeds, every link in scope.
             self.seed_urls, scope, self.max_pages = [], self._scope_arg or "all", 0
