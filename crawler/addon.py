@@ -22,7 +22,7 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 
 from crawler import defaults
-from crawler.config import check_settings
+from crawler.config import SettingError, check_settings
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -142,7 +142,11 @@ class PoliteCrawler:
     def update_settings(self, settings: BaseSettings) -> None:
         # A script or a runner that skips the crawl command gets the same plain message,
         # before any value is read here.
-        check_settings(settings)
+        try:
+            check_settings(settings)
+        except SettingError as error:  # Scrapy shows it as a traceback: the log says it plainly first
+            logger.error("%s", error)
+            raise
         for name in default_names():
             settings.set(name, getattr(defaults, name), priority="addon")
         # The frontier never lets two fetches to one host overlap; a lower per-domain

@@ -184,3 +184,11 @@ def test_with_the_addon_and_its_commands_a_decimal_download_delay_is_taken(tmp_p
                   "-s", f"DATA_DIR={tmp_path}")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "must be" not in done.stderr and "POLITENESS_MIN_DELAY = 0.5" in done.stderr
+
+
+def test_with_the_addon_alone_a_bad_setting_is_an_error_line_and_nothing_is_fetched(with_addon, site):
+    before = len(site.paths)
+    done = scrapy(with_addon, "crawl", "own", "-a", f"start={site.url}/", "-s", "POLITENESS_MIN_DELAY=fast")
+    assert "ERROR: bad setting(s), nothing was fetched:" in done.stderr, done.stderr[-2000:]
+    assert "POLITENESS_MIN_DELAY = 'fast': must be a number >= 0" in done.stderr
+    assert len(site.paths) == before
