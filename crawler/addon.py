@@ -166,20 +166,19 @@ class PoliteCrawler:
             for path, order in components.items():
                 if tool is None or path not in STATEFUL_COMPONENTS:
                     settings.setdefault_in_component_priority_dict(name, load_object(path), order)
+        self._name_the_crawler(settings, warn=tool is None)
         if tool is not None:
             self._for_tool(settings, tool)
-            return
-        self._name_the_crawler(settings)
 
     @staticmethod
-    def _name_the_crawler(settings: BaseSettings) -> None:
+    def _name_the_crawler(settings: BaseSettings, warn: bool) -> None:
         """The default ``USER_AGENT``: the crawler, its version and ``CRAWLER_CONTACT``, which
         robots.txt is matched on by its product token; a WARNING while no contact is set."""
         if (settings.getpriority("USER_AGENT") or 0) > SETTINGS_PRIORITIES["addon"]:
             return  # the project's own
         contact = str(settings.get("CRAWLER_CONTACT") or "").strip()
         settings.set("USER_AGENT", user_agent(contact), priority="addon")
-        if not contact:
+        if not contact and warn:
             logger.warning("CRAWLER_CONTACT is not set: sites see %r and cannot reach whoever runs this "
                            "crawl; set it to a URL or an e-mail (-s CRAWLER_CONTACT=https://example.org/bot)",
                            settings.get("USER_AGENT"))

@@ -120,6 +120,8 @@ def test_shell_fetches_its_url_and_those_asked_for(with_addon, site):
                   "(response.status, response.css('title::text').get())")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "(200, 'Home')" in done.stdout
+    agent = scrapy(with_addon, "shell", "--nolog", site.url + "/", "-c", "request.headers['User-Agent']")
+    assert "b'politecrawler/" in agent.stdout
     _no_state(with_addon)
 
 
