@@ -19,6 +19,7 @@ from test_s3 import CREDENTIALS, make_bucket
 from testweb import Site, TestWeb
 
 from crawler.frontier.api import Entry
+from crawler.frontier.crawl_id import derive_crawl_id
 from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.frontier.sharded import open_redis_frontier
 
@@ -152,3 +153,19 @@ def test_scrapy_crawls_lists_the_crawls_in_redis(tmp_path):
     assert listed.returncode == 0, listed.stderr[-3000:]
     rows = [line.split() for line in listed.stdout.splitlines()]
     assert rows[1][:4] == ["shared", "stopped", "3", "2"], listed.stdout
+
+
+def test_a_project_spiders_crawl_in_use_is_refused_the_same_way(tmp_path):
+    (tmp_path / "plain.py").write_text("import scrapy\n\n\nclass Plain(scrapy.Spider):\n    name = 'plain'\n"
+                                       "    start_urls = ['http://127.0.0.1:9/']\n")
+    (tmp_path / "project.py").write_text("SPIDER_MODULES = ['plain']\nCOMMANDS_MODULE = 'crawler.commands'\n"
+                                         "ADDONS = {'crawler.addon.PoliteCrawler': 0}\n")
+    env = {**_env(), "SCRAPY_SETTINGS_MODULE": "project", "PYTHONPATH": f"{tmp_path}:{REPO}"}
+    crawl_id = derive_crawl_id("plain", ["http://127.0.0.1:9/"])
+    frontier = EmbeddedFrontier(tmp_path / "crawl-state" / crawl_id / "frontier.sqlite")
+    try:
+        done = scrapy(tmp_path, "crawl", "plain", "-s", f"DATA_DIR={tmp_path}", env=env)
+    finally:
+        frontier.close()
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert f"crawl {crawl_id} is running in process {os.getpid()}" in done.stderr

@@ -39,7 +39,7 @@ def check_redis(settings: BaseSettings, consequence: str = "") -> None:
 def redis_crawl(args: list[str], settings: BaseSettings) -> tuple[str, RedisFrontier | ShardedRedisFrontier]:
     """(crawl id, its Redis frontier) for a command given one crawl id and ``REDIS_URL``."""
     if len(args) != 1:
-        raise UsageError("give one crawl id")
+        raise UsageError("give one crawl id (scrapy crawls lists them)")
     if not uses_redis(settings):
         raise UsageError("set REDIS_URL (-s REDIS_URL=redis://host:port/db)")
     check_redis(settings)
@@ -49,7 +49,7 @@ def redis_crawl(args: list[str], settings: BaseSettings) -> tuple[str, RedisFron
 def embedded_state(args: list[str], settings: BaseSettings) -> Path:
     """The state file of the embedded crawl named by the one crawl id in ``args``."""
     if len(args) != 1:
-        raise UsageError("give one crawl id")
+        raise UsageError("give one crawl id (scrapy crawls lists them)")
     path = embedded_frontier_path(settings, args[0])
     if not path.is_file():
         known = sorted(p.parent.name for p in path.parent.parent.glob("*/frontier.sqlite"))

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import scrapy
 from scrapy.commands import ScrapyHelpFormatter
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
@@ -83,6 +84,9 @@ class Command(ScrapyCrawlCommand):
             seeds, scope, _ = check_arguments(spargs.get("seeds", getattr(spidercls, "start_urls", None)),
                                               spargs.get("scope"), spargs.get("max_pages"), settings)
             crawl_id = derive_crawl_id(spidercls.name, seeds, scope)
+        elif not crawl_id and spidercls.__init__ is scrapy.Spider.__init__:  # its start_urls are the class's
+            crawl_id = derive_crawl_id(spidercls.name, getattr(spidercls, "start_urls", None) or [],
+                                       getattr(spidercls, "scope", "") or "")
         holder = lock_holder(embedded_frontier_path(settings, crawl_id)) if crawl_id else None
         if holder is None:
             return
