@@ -48,24 +48,14 @@ setup(
                  "hypothesis>=6.100",
                  # tests/test_archive.py checks our CDXJ lines against cdxj-indexer's. pywb pins
                  # redis<3, so .ci/run installs it and wacz in a venv of their own (.venv-archive).
-                 "cdxj-indexer>=1.4,<2"],
+                 "cdxj-indexer>=1.4,<2",
+                 # tests/test_items.py checks feed lines against docs/page-item.schema.json.
+                 "jsonschema>=4.18,<5"],
         # bench/ compares with these in the same run (bench/parsers.py: selectolax).
         "bench": ["simhash>=2.1.2,<3", "selectolax>=1.0,<2"],
     },
     entry_points={
         # scrapyd and scrapyd-deploy find the project settings here.
         "scrapy": ["settings = crawler.settings"],
-        # The crawler's commands in any project where the package is installed.
-        "scrapy.commands": [
-            "crawl = crawler.commands.crawl:Command",
-            "settings = crawler.commands.settings:Command",
-            "page = crawler.commands.page:Command",
-            "crawlstats = crawler.commands.crawlstats:Command",
-            "forget = crawler.commands.forget:Command",
-            "deadletters = crawler.commands.deadletters:Command",
-            "plan = crawler.commands.plan:Command",
-            "serve = crawler.commands.serve:Command",
-            "wacz = crawler.commands.wacz:Command",
-        ],
     },
 )

@@ -4,11 +4,16 @@
 RFC 9309 robots.txt middleware, the HTML-only filter, content-seen deduplication and
 the page store, and applies every default of :mod:`crawler.defaults` at add-on
 priority: a value the project, the spider or ``-s`` sets still wins.
+
+Scrapy's own tools (``fetch``, ``view``, ``shell``, ``parse``, ``check``, ``bench``) fetch what
+the operator names, once: for them the add-on keeps the fetch policy (robots.txt, safe
+redirects, the user agent) and leaves out every part that keeps crawl state.
 """
 
 from __future__ import annotations
 
 import logging
+from importlib import metadata
 from typing import TYPE_CHECKING
 
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
@@ -18,14 +23,19 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 
 from crawler import defaults
-from crawler.config import check_settings
+from crawler.config import SettingError, check_settings
 
 if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
 
 SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
+# The product token of the default USER_AGENT.
+AGENT = "politecrawler"
+# Scrapy's own, for a run of one of its tools: memory queues, no state (without JOBDIR).
+MEMORY_SCHEDULER = "scrapy.core.scheduler.Scheduler"
 REQUEST_FINGERPRINTER_CLASS = "crawler.urls.fingerprinter.UrlFingerprinter"
 TWISTED_DNS_RESOLVER = "crawler.net.resolver.GuardedResolver"
 DOWNLOAD_HANDLER = "crawler.net.download.PromptDownloadHandler"
@@ -76,6 +86,41 @@ COMPONENTS = {
 }
 # Schedulers the add-on replaces even when a project names them: they are what it fixes.
 REPLACED_SCHEDULERS = {"scrapy_redis.scheduler.Scheduler"}
+# What a run of one of Scrapy's tools leaves out: the parts that keep crawl state (frontier,
+# store, content seen, learned traps) or exist for them (the frontier's retry chain), and
+# the HTML-only filter (`scrapy fetch` of a PDF prints it, as in plain Scrapy).
+STATEFUL_COMPONENTS = {
+    "crawler.middlewares.retry.FrontierRetryMiddleware", "crawler.middlewares.traps.LearnedParamsMiddleware",
+    "crawler.middlewares.content.HtmlOnlyMiddleware", "crawler.middlewares.traps.TrapsMiddleware",
+    "crawler.middlewares.content_seen.ContentSeenMiddleware", "crawler.extensions.bound.BoundMonitor",
+    "crawler.pipelines.revisit.RevisitPipeline", "crawler.pipelines.store.PageStorePipeline",
+}
+
+
+def scrapy_tool(spidercls: type | None, settings: BaseSettings) -> str | None:
+    """The Scrapy command whose one-off run this crawler is (``fetch``, ``parse``, ...), or None.
+
+    ``fetch``, ``view``, ``parse`` and ``check`` replace the spider's ``start`` with a function
+    of their own module, ``bench`` runs a spider of its own, and ``shell`` sets its
+    ``DUPEFILTER_CLASS`` at command priority: Scrapy names the command nowhere else."""
+    for owner in (getattr(spidercls, "start", None), spidercls) if spidercls is not None else ():
+        module = getattr(owner, "__module__", None) or ""
+        if module.startswith("scrapy.commands."):
+            return module.rpartition(".")[2]
+    if (settings.getpriority("DUPEFILTER_CLASS") == SETTINGS_PRIORITIES["command"]
+            and settings.get("DUPEFILTER_CLASS") == "scrapy.dupefilters.BaseDupeFilter"):
+        return "shell"
+    return None
+
+
+def user_agent(contact: str) -> str:
+    """``politecrawler/<version> (+<contact>)``: the product token robots.txt groups are
+    matched on, this package's version, and how to reach the operator."""
+    try:
+        version = metadata.version("scrapy-polite-crawler")
+    except metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        version = "0"
+    return f"{AGENT}/{version}" + (f" (+{contact})" if contact else "")
 
 
 def default_names() -> list[str]:
@@ -86,12 +131,21 @@ def default_names() -> list[str]:
 class PoliteCrawler:
     """Scrapy add-on: the whole crawler, on any spider of the project."""
 
+    def __init__(self, crawler: Crawler | None = None) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PoliteCrawler:
+        return cls(crawler)
+
     @classmethod
     def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
         """Process-level settings: the resolver (address guard, DNS TTLs), which is built
         from these settings before any crawler exists."""
         for name in RESOLVER_SETTINGS:
             settings.set(name, getattr(defaults, name), priority="addon")
+        if scrapy_tool(None, settings) == "shell":  # it builds its crawler before the resolver
+            settings.set("NETWORK_GUARD", False, priority="addon")
         if settings.get("TWISTED_REACTOR") != ASYNCIO_REACTOR:
             logger.warning("PoliteCrawler: TWISTED_REACTOR is not the asyncio reactor; the guarded "
                            "resolver (%s) is not installed", TWISTED_DNS_RESOLVER)
@@ -101,7 +155,11 @@ class PoliteCrawler:
     def update_settings(self, settings: BaseSettings) -> None:
         # A script or a runner that skips the crawl command gets the same plain message,
         # before any value is read here.
-        check_settings(settings)
+        try:
+            check_settings(settings)
+        except SettingError as error:  # Scrapy shows it as a traceback: the log says it plainly first
+            logger.error("%s", error)
+            raise
         for name in default_names():
             settings.set(name, getattr(defaults, name), priority="addon")
         # The frontier never lets two fetches to one host overlap; a lower per-domain
@@ -110,7 +168,8 @@ class PoliteCrawler:
                      priority="addon")
         settings.set("REQUEST_FINGERPRINTER_CLASS", REQUEST_FINGERPRINTER_CLASS, priority="addon")
         self._take_over_download_delay(settings)
-        self._install_scheduler(settings)
+        tool = scrapy_tool(self.crawler.spidercls, settings) if self.crawler is not None else None
+        self._install_scheduler(settings, MEMORY_SCHEDULER if tool else SCHEDULER)
         self._install_download_handler(settings)
         # Ours replaces Scrapy's: both would fetch robots.txt, and Scrapy's obeys a 5xx page.
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, None)
@@ -121,7 +180,32 @@ class PoliteCrawler:
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", HttpCompressionMiddleware, None)
         for name, components in COMPONENTS.items():
             for path, order in components.items():
-                settings.setdefault_in_component_priority_dict(name, load_object(path), order)
+                if tool is None or path not in STATEFUL_COMPONENTS:
+                    settings.setdefault_in_component_priority_dict(name, load_object(path), order)
+        self._name_the_crawler(settings, warn=tool is None)
+        if tool is not None:
+            self._for_tool(settings, tool)
+
+    @staticmethod
+    def _name_the_crawler(settings: BaseSettings, warn: bool) -> None:
+        """The default ``USER_AGENT``: the crawler, its version and ``CRAWLER_CONTACT``, which
+        robots.txt is matched on by its product token; a WARNING while no contact is set."""
+        if (settings.getpriority("USER_AGENT") or 0) > SETTINGS_PRIORITIES["addon"]:
+            return  # the project's own
+        contact = str(settings.get("CRAWLER_CONTACT") or "").strip()
+        settings.set("USER_AGENT", user_agent(contact), priority="addon")
+        if not contact and warn:
+            logger.warning("CRAWLER_CONTACT is not set: sites see %r and cannot reach whoever runs this "
+                           "crawl; set it to a URL or an e-mail (-s CRAWLER_CONTACT=https://example.org/bot)",
+                           settings.get("USER_AGENT"))
+
+    @staticmethod
+    def _for_tool(settings: BaseSettings, tool: str) -> None:
+        """A run of ``scrapy <tool>``: Scrapy's scheduler in memory, and no crawl state
+        written; the URLs it fetches are the operator's own, so the address guard is off
+        (as any setting here, a project's own value wins)."""
+        settings.set("NETWORK_GUARD", False, priority="addon")
+        logger.debug("PoliteCrawler: a run of scrapy %s keeps no crawl state", tool)
 
     @staticmethod
     def _take_over_download_delay(settings: BaseSettings) -> None:
@@ -147,12 +231,12 @@ class PoliteCrawler:
                 handlers.set(scheme, DOWNLOAD_HANDLER, priority="addon")
 
     @staticmethod
-    def _install_scheduler(settings: BaseSettings) -> None:
+    def _install_scheduler(settings: BaseSettings, scheduler: str) -> None:
         current = settings.get("SCHEDULER")
         current_path = current if isinstance(current, str) else f"{current.__module__}.{current.__qualname__}"
         if current_path in REPLACED_SCHEDULERS:
             logger.info("PoliteCrawler replaces SCHEDULER %s with its polite frontier "
                         "(REDIS_URL and SCHEDULER_* settings keep their meaning)", current_path)
-            settings.set("SCHEDULER", SCHEDULER, priority=settings.getpriority("SCHEDULER"))
+            settings.set("SCHEDULER", scheduler, priority=settings.getpriority("SCHEDULER"))
         else:
-            settings.set("SCHEDULER", SCHEDULER, priority="addon")
+            settings.set("SCHEDULER", scheduler, priority="addon")

@@ -93,7 +93,7 @@ PARSERS: dict[str, Callable[[Any], object]] = {
 # Scrapy's own number settings a crawl is often given with -s, each with a value of the
 # type Scrapy reads it as: a bad one surfaced as a traceback from deep in Scrapy.
 SCRAPY_NUMBERS: dict[str, int | float] = {
-    "CONCURRENT_REQUESTS": 16, "DOWNLOAD_TIMEOUT": 180.0, "CLOSESPIDER_TIMEOUT": 0.0,
+    "CONCURRENT_REQUESTS": 16, "DOWNLOAD_DELAY": 0.0, "DOWNLOAD_TIMEOUT": 180.0, "CLOSESPIDER_TIMEOUT": 0.0,
     "CLOSESPIDER_ITEMCOUNT": 0, "CLOSESPIDER_PAGECOUNT": 0, "CLOSESPIDER_ERRORCOUNT": 0,
 }
 

@@ -252,7 +252,9 @@ SERVE_SCRAPYD_URL = ""
 # The scrapyd project the crawler is deployed as (scrapyd-deploy's, scrapy.cfg's [deploy] project).
 SERVE_SCRAPYD_PROJECT = "crawler"
 
-# --- archive ----------------------------------------------------------------------
-# Who runs the crawl (a URL or an e-mail address): the operator field of each WARC file's
-# warcinfo record.
+# --- Feeds, identity and the archive ---------------------------------------------
+# A feed's page items (-o pages.jsonl) carry the page's HTML (base64) too (docs/items.md).
+FEED_PAGE_HTML = False
+# The operator's contact, a URL or an e-mail: put in the default USER_AGENT (a WARNING at start
+# while empty) and in the operator field of each WARC file's warcinfo record.
 CRAWLER_CONTACT = ""

@@ -13,10 +13,9 @@ COMMANDS_MODULE = "crawler.commands"
 
 ADDONS = {"crawler.addon.PoliteCrawler": 0}
 
-# Identify the crawler; operators should add their contact URL or e-mail, e.g.
-# "politecrawler/0.1 (+https://example.org/crawler.html)". Its first word is the
-# product token robots.txt groups are matched against.
-USER_AGENT = "politecrawler/0.1"
+# The add-on's USER_AGENT names the crawler and its version: set CRAWLER_CONTACT (a URL or
+# an e-mail) so sites can reach you; it warns at start while that is unset.
+
 # A broad crawl keeps no session with the sites it visits.
 COOKIES_ENABLED = False
 

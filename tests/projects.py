@@ -30,3 +30,5 @@ def scrapy(project: Path, *args: str, env: dict[str, str] | None = None,
     environment["PYTHONPATH"] = ":".join(filter(None, [environment.get("PYTHONPATH"), str(REPO)]))
     return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=project, capture_output=True,
                           text=True, timeout=timeout, env=environment, check=False)
+# The crawler's commands (page, crawlstats, crawls, ..., and the checked crawl and settings).
+COMMANDS_LINE = 'COMMANDS_MODULE = "crawler.commands"'

@@ -7,7 +7,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from projects import ADDON_LINE, scrapy, start_project
+from projects import ADDON_LINE, COMMANDS_LINE, scrapy, start_project
 from testweb import Site, TestWeb
 
 from crawler.store.files import LocalStore, iter_records
@@ -36,7 +36,7 @@ ROBOTS = "User-agent: *\nDisallow: /p/3.html\n"
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    return start_project(tmp_path, SPIDER, ADDON_LINE, "URLLENGTH_LIMIT = 1000")
+    return start_project(tmp_path, SPIDER, ADDON_LINE, COMMANDS_LINE, "URLLENGTH_LIMIT = 1000")
 
 
 def test_scrapy_settings_shows_the_addon_defaults_and_the_project_still_wins(project):

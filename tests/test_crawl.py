@@ -169,13 +169,13 @@ def test_a_bad_setting_stops_the_crawl_naming_it(crawl, tmp_path):
     assert hits == []
 
 
-def test_pages_export_through_a_feed_with_their_html_as_base64(crawl, tmp_path):
+def test_pages_export_through_a_feed_with_their_html_as_base64_when_asked(crawl, tmp_path):
     import base64
     import json
 
     with TestWeb([Site("a.test", pages=3)]) as web:
         result = crawl(web, tmp_path, "seeds=" + web.url("a.test"), FEEDS=json.dumps(
-            {str(tmp_path / "pages.jsonl"): {"format": "jsonlines"}}))
+            {str(tmp_path / "pages.jsonl"): {"format": "jsonlines"}}), FEED_PAGE_HTML=True)
     assert result.returncode == 0, result.log[-3000:]
     assert "Traceback" not in result.log
     exported = [json.loads(line) for line in (tmp_path / "pages.jsonl").read_text().splitlines()]

@@ -14,6 +14,7 @@ from scrapyd_server import REPO, Scrapyd, clean_env, deploy
 from serve_service import Service
 from testweb import Site, TestWeb
 
+from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.store.files import LocalStore, iter_records
 
 
@@ -79,7 +80,7 @@ def test_scrapy_serve_runs_its_crawls_on_scrapyd(scrapyd, tmp_path):
     data_dir = tmp_path / "serve"
     with TestWeb([Site("127.0.0.1", pages=15)]) as web:
         env = web.subprocess_env()
-        env.pop("SCRAPY_SETTINGS_MODULE", None)
+        env["SCRAPY_SETTINGS_MODULE"] = "crawler.settings"  # scrapy serve is this project's command
         service = Service(data_dir, env, SERVE_SCRAPYD_URL=scrapyd.url).start()
         created = {}
         try:
@@ -98,3 +99,29 @@ def test_scrapy_serve_runs_its_crawls_on_scrapyd(scrapyd, tmp_path):
     assert [job["id"] for job in jobs["finished"]] == [created["crawl_id"]]  # the crawl id is the job id
     stored = Counter(record["url"] for record in iter_records(LocalStore(data_dir / "crawl-data")))
     assert set(stored) == expected and crawl["stored"] == crawl["fetched"] == len(stored) == 15
+
+
+def test_a_job_of_a_crawl_in_use_fails_with_one_error_and_one_without_data_dir_is_warned(scrapyd, tmp_path):
+    deployed = deploy(scrapyd, tmp_path)
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    data_dir = tmp_path / "data"
+    holder = EmbeddedFrontier(data_dir / "crawl-state" / "busy" / "frontier.sqlite")  # as a running crawl
+    try:
+        busy = scrapyd.post("schedule.json", [
+            ("project", "crawler"), ("spider", "web"), ("seeds", "http://127.0.0.1:9/"),
+            ("setting", f"DATA_DIR={data_dir}"), ("setting", "CRAWL_ID=busy")])
+        wait_finished(scrapyd, busy["jobid"])
+    finally:
+        holder.close()
+    busy_log = (scrapyd.var / "logs" / "crawler" / "web" / f"{busy['jobid']}.log").read_text()
+    errors = [line for line in busy_log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and f"crawl busy is running in process {os.getpid()}" in errors[0], busy_log
+    assert "Traceback" not in busy_log
+    with TestWeb([Site("127.0.0.1", pages=1)]) as web:
+        plain = scrapyd.post("schedule.json", [
+            ("project", "crawler"), ("spider", "web"), ("seeds", web.url("127.0.0.1")),
+            ("setting", "POLITENESS_MIN_DELAY=0")])
+        wait_finished(scrapyd, plain["jobid"])
+    plain_log = (scrapyd.var / "logs" / "crawler" / "web" / f"{plain['jobid']}.log").read_text()
+    warned = [line for line in plain_log.splitlines() if " WARNING: DATA_DIR is not set" in line]
+    assert len(warned) == 1 and str(scrapyd.home / "crawl-state") in warned[0], plain_log[-3000:]

@@ -102,8 +102,9 @@ def test_a_misspelt_argument_is_named_not_ignored(tmp_path):
 
 
 def test_an_unknown_spider_is_named_with_the_ones_there_are(tmp_path):
-    """Scrapy's loader raised a KeyError, shown as a traceback; outside a project no spider
-    is known at all, and the message says where the web spider comes from."""
+    """Scrapy's loader raised a KeyError, shown as a traceback; in a project with no spider
+    none is known at all, and the message says where the web spider comes from."""
+    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -114,8 +115,11 @@ def test_an_unknown_spider_is_named_with_the_ones_there_are(tmp_path):
     assert done.returncode == 2, done.stderr[-2000:]
     assert "no spider called 'wbe': the spiders here are web" in done.stderr
     assert "Traceback" not in done.stderr
+    # A project with the crawler's commands and no spider of its own.
+    (tmp_path / "bare.py").write_text("COMMANDS_MODULE = 'crawler.commands'\n")
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "bare", "PYTHONPATH": str(tmp_path)}
     outside = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "web"], capture_output=True,
-                             text=True, timeout=60, check=False, cwd=tmp_path)
+                             text=True, timeout=60, check=False, cwd=tmp_path, env=env)
     assert outside.returncode == 2, outside.stderr[-2000:]
     assert "no spider is known here" in outside.stderr and "SCRAPY_SETTINGS_MODULE" in outside.stderr
     assert "Traceback" not in outside.stderr
@@ -132,7 +136,8 @@ def test_a_bad_value_in_a_spiders_custom_settings_is_named_not_a_traceback(tmp_p
         "import scrapy\n\n\nclass Fussy(scrapy.Spider):\n    name = 'fussy'\n"
         "    custom_settings = {'POLITENESS_MIN_DELAY': 'fast', 'DOWNLOAD_DELAY': 1}\n")
     (tmp_path / "settings.py").write_text(
-        "SPIDER_MODULES = ['fussy']\nADDONS = {'crawler.addon.PoliteCrawler': 0}\n")
+        "SPIDER_MODULES = ['fussy']\nADDONS = {'crawler.addon.PoliteCrawler': 0}\n"
+        "COMMANDS_MODULE = 'crawler.commands'\n")
     env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "settings", "PYTHONPATH": str(tmp_path)}
     done = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "fussy", "-s", f"DATA_DIR={tmp_path}"],
                           capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path, env=env)

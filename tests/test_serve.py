@@ -39,9 +39,13 @@ def web():
         yield web
 
 
+# Outside this directory, the crawler's commands come with its settings module.
+CRAWLER_SETTINGS = {**os.environ, "SCRAPY_SETTINGS_MODULE": "crawler.settings"}
+
+
 def service_env(web: TestWeb) -> dict[str, str]:
     env = web.subprocess_env()
-    env.pop("SCRAPY_SETTINGS_MODULE", None)  # the service finds the crawler's settings itself
+    env["SCRAPY_SETTINGS_MODULE"] = "crawler.settings"  # installing the package adds no command
     return env
 
 
@@ -236,7 +240,7 @@ def test_a_restarted_service_still_knows_its_crawls(web, tmp_path):
 def test_binding_off_loopback_is_refused_without_a_token(tmp_path):
     done = subprocess.run([sys.executable, "-m", "scrapy", "serve", "--bind", "0.0.0.0", "--port", "1",
                            "-s", f"DATA_DIR={tmp_path}"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=60, check=False)
+                          timeout=60, check=False, env=CRAWLER_SETTINGS)
     assert done.returncode != 0
     assert "0.0.0.0 is not a loopback address: set SERVE_TOKEN" in done.stderr
     assert "Traceback" not in done.stderr
@@ -246,7 +250,7 @@ def test_a_port_out_of_range_is_a_usage_error(tmp_path):
     # socket's bind raises OverflowError there, not OSError: it came out as a traceback.
     done = subprocess.run([sys.executable, "-m", "scrapy", "serve", "--port", "99999",
                            "-s", f"DATA_DIR={tmp_path}"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=60, check=False)
+                          timeout=60, check=False, env=CRAWLER_SETTINGS)
     assert done.returncode == 2
     assert "cannot listen on 127.0.0.1:99999: port must be 0-65535" in done.stderr
     assert "Traceback" not in done.stderr
@@ -306,7 +310,8 @@ def test_a_method_a_path_does_not_take_is_a_json_405_naming_those_it_does(servic
 def test_a_project_without_the_web_spider_is_told_at_start_not_per_crawl(tmp_path):
     # Its crawls run `scrapy crawl web` with the project's settings: each one failed.
     (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = mine\n")
-    (tmp_path / "mine.py").write_text("SPIDER_MODULES = []\nADDONS = {'crawler.addon.PoliteCrawler': 0}\n")
+    (tmp_path / "mine.py").write_text("SPIDER_MODULES = []\nADDONS = {'crawler.addon.PoliteCrawler': 0}\n"
+                                      "COMMANDS_MODULE = 'crawler.commands'\n")
     env = {key: value for key, value in os.environ.items() if key != "SCRAPY_SETTINGS_MODULE"}
     done = subprocess.run([sys.executable, "-m", "scrapy", "serve", "--port", "0"], cwd=tmp_path,
                           env={**env, "PYTHONPATH": str(tmp_path)}, capture_output=True, text=True,

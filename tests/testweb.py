@@ -259,6 +259,8 @@ def demo_web(port: int = 0, hosts: int = 3, pages: int = 100) -> TestWeb:
         broken_links=2,
         binary_links=True,
         robots_txt="User-agent: *\nDisallow: /hidden/\n",
+        # Linked from /, so a crawl shows one robots.txt refusal (robotstxt/forbidden); 403 if fetched.
+        statuses={"/hidden/": 403},
     )
     sites = [main] + [
         Site(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,7 +39,7 @@ def check_redis(settings: BaseSettings, consequence: str = "") -> None:
 def redis_crawl(args: list[str], settings: BaseSettings) -> tuple[str, RedisFrontier | ShardedRedisFrontier]:
     """(crawl id, its Redis frontier) for a command given one crawl id and ``REDIS_URL``."""
     if len(args) != 1:
-        raise UsageError("give one crawl id")
+        raise UsageError("give one crawl id (scrapy crawls lists them)")
     if not uses_redis(settings):
         raise UsageError("set REDIS_URL (-s REDIS_URL=redis://host:port/db)")
     check_redis(settings)
@@ -47,7 +49,7 @@ def redis_crawl(args: list[str], settings: BaseSettings) -> tuple[str, RedisFron
 def embedded_state(args: list[str], settings: BaseSettings) -> Path:
     """The state file of the embedded crawl named by the one crawl id in ``args``."""
     if len(args) != 1:
-        raise UsageError("give one crawl id")
+        raise UsageError("give one crawl id (scrapy crawls lists them)")
     path = embedded_frontier_path(settings, args[0])
     if not path.is_file():
         known = sorted(p.parent.name for p in path.parent.parent.glob("*/frontier.sqlite"))
@@ -68,3 +70,39 @@ def crawl_frontier(args: list[str],
         return EmbeddedFrontier(embedded_state(args, settings))
     except RuntimeError as error:  # its lock: the crawl is running
         raise UsageError(str(error), print_help=False) from None
+
+
+def lock_holder(state: Path) -> str | None:
+    """Which process holds the lock of the embedded crawl state ``state`` (its
+    ``frontier.sqlite``): ``"process 123"``, ``"another process"`` where Linux's /proc/locks
+    does not say, or None when no process runs the crawl."""
+    lock = state.with_suffix(".lock")
+    if not lock.is_file():
+        return None
+    with lock.open("ab") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pass
+        else:
+            return None  # closing the file releases it
+    inode = os.stat(lock).st_ino
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return "another process"
+    for line in lines:
+        fields = line.split()  # 1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(inode):
+            return f"process {fields[4]}"
+    return "another process"
+
+
+def process_command(holder: str) -> str:
+    """``holder`` (:func:`lock_holder`) with its command line, where /proc has it."""
+    pid = holder.removeprefix("process ")
+    try:
+        said = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").strip().decode(errors="replace")
+    except (OSError, ValueError):
+        return holder
+    return f"{holder} ({said[:200]}{'...' if len(said) > 200 else ''})"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,8 @@ class Command(ScrapyCommand):
         frontier = crawl_frontier(args, self.settings)
         try:
             letters = frontier.dead_letters()
+            if not letters:
+                print(f"crawl {args[0]} has no dead letters", file=sys.stderr)
             for letter in letters:
                 request = json.loads(letter.request)
                 print(json.dumps({

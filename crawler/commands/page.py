@@ -51,7 +51,7 @@ class Command(ScrapyCommand):
         url = UrlNormalizer.from_settings(self.settings)(args[0])
         if url is None:
             raise UsageError(f"not an http(s) URL: {args[0]!r}")
-        store = open_store(data_path(self.settings, "STORE_URI"))
+        store = open_store(data_path(self.settings, "STORE_URI"), self.settings)  # -s AWS_* too
         versions = find_versions(store, url)
         for name in sorted(torn_tails):
             print(f"{name} ends in an incomplete record (torn by a crash, or still being written): "

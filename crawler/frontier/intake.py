@@ -25,22 +25,25 @@ logger = logging.getLogger(__name__)
 
 
 class Intake:
-    """The engine's requests into the frontier, through ``write`` (the outbox): a request
-    whose callback is not the spider's, or whose meta cannot be stored, gets one WARNING per
-    kind; a retry of the URL its lease holds is requeued. ``hastened`` hears of a revisit
-    made due by a sitemap's <lastmod>, ``added`` of each add done (new hosts may wait for
-    their politeness key)."""
+    """The engine's requests into the frontier, through ``write`` (the outbox); a retry of
+    the URL its lease holds is requeued. A request the frontier cannot store durably (its
+    callback is not the spider's, or its meta or cb_kwargs are not JSON: Scrapy's shell,
+    parse and check make such requests) goes to ``keep``, held in memory by this process.
+    ``hastened`` hears of a revisit made due by a sitemap's <lastmod>, ``added`` of each
+    add done (new hosts may wait for their politeness key)."""
 
     def __init__(self, fingerprinter: Any, levels: PriorityLevels, stats: StatsCollector,
                  write: Callable[..., Deferred], hastened: Callable[[], None],
-                 added: Callable[[], None]) -> None:
+                 added: Callable[[], None], keep: Callable[[Request], None]) -> None:
         self.fingerprinter = fingerprinter
         self.levels = levels
         self.stats = stats
         self.write = write
         self.hastened = hastened
         self.added = added
+        self.keep = keep
         self.warned: set[str] = set()
+        self.kept: set[int] = set()  # fingerprints of the requests kept in memory
 
     def enqueue(self, request: Request, spider: Spider | None) -> bool:
         """Always True once the request is stored to be sent: whether its URL is new is the
@@ -51,16 +54,12 @@ class Intake:
         try:
             data, dropped = request_to_json(request, spider)
         except ValueError as error:  # its callback or errback is not a method of the spider
-            self.stats.inc_value("frontier/rejected/callback")
             callback = getattr(request.callback, "__qualname__", request.callback)
-            self.warn_once(f"callback:{callback}", "Request for %s not queued: its callback or errback "
-                            "is not a method of the spider, so it cannot be stored (%s)", request.url, error)
-            return False
+            return self._not_durable(request, fp, f"callback:{callback}", str(error))
         if dropped:
-            self.stats.inc_value("frontier/meta_dropped", len(dropped))
-            for key in dropped:
-                self.warn_once(f"meta:{key}", "Request for %s: meta[%r] cannot be stored as JSON; it "
-                                "is dropped from this and every later request", request.url, key)
+            names = ", ".join(map(repr, dropped))
+            return self._not_durable(request, fp, f"meta:{names}",
+                                     f"meta or cb_kwargs {names} cannot be stored as JSON")
         host = urlparse_cached(request).hostname or ""
         entry = Entry(fp, host, self.levels.level(request.meta.get("depth", 0), request.priority), data)
         add = (entry, request.dont_filter, request.meta.get("sitemap_lastmod"))
@@ -69,6 +68,21 @@ class Intake:
             self.write("requeue", fp, inherited[1], data).addCallback(self._requeued, add)
         else:
             self._add(*add)
+        return True
+
+    def _not_durable(self, request: Request, fp: int, kind: str, why: str) -> bool:
+        """Fetched all the same, from memory, once per URL unless ``dont_filter``; a
+        crawl resumed later does not have it."""
+        if fp in self.kept and not request.dont_filter:
+            self.stats.inc_value("frontier/dropped/seen")
+            return False
+        self.kept.add(fp)
+        self.stats.inc_value("frontier/not_durable")
+        if kind not in self.warned and len(self.warned) < 1000:
+            self.warned.add(kind)
+            logger.debug("Request for %s is kept in memory, not in the frontier (this process fetches "
+                         "it; a resumed crawl would not): %s", request.url, why)
+        self.keep(request)
         return True
 
     def _requeued(self, requeued: bool, add: tuple[Entry, bool, str | None]) -> None:
@@ -109,7 +123,7 @@ class Intake:
         self.write("revisit_at", fp, host).addCallback(read)
 
     def warn_once(self, key: str, message: str, *args: Any) -> None:
-        """One WARNING per kind of bad request (a callback, a meta key), not one per URL."""
+        """One WARNING per kind, not one per URL."""
         if key not in self.warned and len(self.warned) < 1000:
             self.warned.add(key)
             logger.warning(message, *args)

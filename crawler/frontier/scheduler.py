@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from redis import RedisError
@@ -33,10 +34,7 @@ from crawler.frontier.hostkeys import PolitenessKeys
 from crawler.frontier.intake import Intake
 from crawler.frontier.leases import LeaseBook
 from crawler.frontier.link import FrontierLink
-from crawler.frontier.policy import (
-    PriorityLevels,
-    RetryPolicy,
-)
+from crawler.frontier.policy import PriorityLevels, RetryPolicy
 from crawler.frontier.store_room import StoreRoom
 from crawler.frontier.timers import EarliestCall
 from crawler.frontier.upkeep import (
@@ -120,8 +118,9 @@ class FrontierScheduler(BaseScheduler):
                                  self.waker.in_seconds, stall)
         self.link.counts_read = self._counts_read
         self.leases = LeaseBook()
-        self.intake = Intake(crawler.request_fingerprinter, levels, crawler.stats, self._write,
-                             lambda: self.revisit_timer.in_seconds(0), self._key_new_hosts)
+        self.in_memory: deque[Request] = deque()  # requests the frontier cannot store (Intake)
+        self.intake = Intake(crawler.request_fingerprinter, levels, crawler.stats, self._write, lambda:
+                             self.revisit_timer.in_seconds(0), self._key_new_hosts, self.in_memory.append)
         self.fetches = FetchReports(self._fetches_ended)
         self.fetches.connect(crawler.signals)
         self.failures = FailureChain(self._write, crawler.stats, self.retry, lambda: self.waker.in_seconds(0),
@@ -174,7 +173,8 @@ class FrontierScheduler(BaseScheduler):
         if opening.done and not opening.pending and not self.continuous:
             opening.say_finished(self.crawl_id)
         elif opening.done or opening.counts.queued:
-            logger.info("Resuming the crawl: %d URLs done, %d queued", opening.done, opening.counts.queued)
+            logger.info("Resuming the crawl %s: %d URLs done, %d queued to fetch", self.crawl_id,
+                        opening.done, opening.counts.queued)
         self._key_new_hosts()
         # Often enough that a worker beats at least three times per FRONTIER_WORKER_TIMEOUT.
         housekeeping = beat_interval(self.crawler.settings.getfloat(
@@ -190,6 +190,9 @@ class FrontierScheduler(BaseScheduler):
     def close(self, reason: str) -> defer.Deferred:
         """Send every step still waiting (the engine waits for it), then close the frontier."""
         self._closed = self.keys.closed = True
+        left = self.link.counts()
+        if reason == "shutdown" and left is not None and (n := left.queued + left.leased + left.waiting):
+            logger.info("Crawl %s stopped, %d URLs left: the same command resumes it", self.crawl_id, n)
         for timer in self._timers:
             if timer.running:
                 timer.stop()
@@ -273,7 +276,7 @@ class FrontierScheduler(BaseScheduler):
         """Answered from this worker's state and the last read of the frontier's counts (a
         fresh read starts off the reactor when that one is old): never a call to Redis here."""
         self._ack_finished()
-        self._said_pending = self._pending()
+        self._said_pending = bool(self.in_memory) or self._pending()
         return self._said_pending
 
     def _pending(self) -> bool:
@@ -300,6 +303,8 @@ class FrontierScheduler(BaseScheduler):
         reactor (as many due hosts as the downloader has free slots, in one step), and the
         engine woken when the claims are in."""
         self._ack_finished()
+        if self.in_memory:
+            return self.in_memory.popleft()
         claimed = self.link.claimed
         if self.store_room.full:  # pages fetched now could not be stored
             return None

@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import scrapy
 from lxml import etree
+from scrapy import signals
 from scrapy.exceptions import CloseSpider
 from scrapy.http import HtmlResponse
 from scrapy.utils.sitemap import Sitemap
 
 from crawler import defaults
 from crawler import signals as crawler_signals
+from crawler.addon import scrapy_tool
 from crawler.extract.html import extract_text, parse_html
 from crawler.extract.page import extract_page, not_modified_page
 from crawler.frontier.codec import KEEP_LEASE_META
@@ -110,6 +112,7 @@ class WebSpider(scrapy.Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider._configure(crawler)
+        crawler.signals.connect(spider._prepare, signal=signals.spider_opened)
         _freeze_the_process()
         if crawler.settings.getbool("SITEMAP_FOLLOW", defaults.SITEMAP_FOLLOW):
             crawler.signals.connect(spider.sitemaps_found, signal=crawler_signals.sitemaps_found)
@@ -119,13 +122,19 @@ class WebSpider(scrapy.Spider):
 
     def _configure(self, crawler: Crawler) -> None:
         settings = crawler.settings
-        self.seed_urls, scope, self.max_pages = check_arguments(
-            self._seeds_arg, self._scope_arg, self._max_pages_arg, settings
-        )
+        self.seed_urls: list[str]
+        if not self._seeds_arg and scrapy_tool(type(self), settings):
+            # scrapy parse, check or fetch gives its own URL: no seeds, every link in scope.
+            self.seed_urls, scope, self.max_pages = [], self._scope_arg or "all", 0
+        else:
+            self.seed_urls, scope, self.max_pages = check_arguments(
+                self._seeds_arg, self._scope_arg, self._max_pages_arg, settings
+            )
         normalize = UrlNormalizer.from_settings(settings)
         self._normalize = normalize
         self.depth_limit = settings.getint("DEPTH_LIMIT")
         self.sitemap_maxsize = settings.getint("SITEMAP_MAXSIZE", defaults.SITEMAP_MAXSIZE)
+        self.feed_html = settings.getbool("FEED_PAGE_HTML", defaults.FEED_PAGE_HTML)
         self.scope = scope
         self.allowed_domains: list[str] | None = None
         # Redirects bypass the link follower: Scrapy's OffsiteMiddleware keeps them in scope
@@ -140,8 +149,9 @@ class WebSpider(scrapy.Spider):
             self.max_pages or "none",
         )
 
-    async def start(self) -> AsyncIterator[scrapy.Request]:
-        # Built here, not in from_crawler: Crawler.stats exists only once the crawl starts.
+    def _prepare(self) -> None:
+        """At spider_opened, not in from_crawler: Crawler.stats exists only once the crawl
+        starts; not in start() either, which scrapy parse and check replace."""
         settings = self.crawler.settings
         traps = self.crawler.get_spider_middleware(TrapsMiddleware)
         self.links = LinkFollower(
@@ -158,6 +168,8 @@ class WebSpider(scrapy.Spider):
         self.meta_robots_token = product_token(
             settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or ""
         ) if settings.getbool("ROBOTS_META_OBEY", defaults.ROBOTS_META_OBEY) else None
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
         for url in self.seed_urls:
             self.links.mark_seen(url)
         gc.freeze()  # the crawl's components, built since from_crawler: kept as long
@@ -207,6 +219,7 @@ class WebSpider(scrapy.Spider):
             stats.inc_value("robots/meta/noindex")  # not stored; its links still count
         else:
             self.pages += 1
+            page.feed_html = self.feed_html
             yield page
         if asks.nofollow:
             stats.inc_value("robots/meta/nofollow")
