@@ -7,7 +7,6 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from redis import RedisError
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from twisted.internet import defer
@@ -41,6 +40,7 @@ from crawler.frontier.upkeep import (
     Opening,
     Upkeep,
     beat_interval,
+    forget_if_finished,
     promote_revisits,
     take_new_hosts,
     upkeep,
@@ -211,23 +211,13 @@ class FrontierScheduler(BaseScheduler):
             # The leases still held go back now, for the workers that go on (holds kept).
             await self.link.run(self.frontier.leave, time.time(), self.retry)
             if not self.persist and not isinstance(self.frontier, EmbeddedFrontier):
-                await self.link.run(self._forget_if_finished)
+                await self.link.run(forget_if_finished, self.frontier, self.crawl_id)
         else:
             logger.error("%d frontier steps could not reach Redis; their URLs will be fetched "
                          "again once their leases expire", len(outbox))
         outbox.cancel()
         await self.link.run(self.frontier.close)
         self.link.calls.stop()
-
-    def _forget_if_finished(self) -> None:
-        """In the I/O thread, ``SCHEDULER_PERSIST = False``: a finished crawl's keys go with
-        its last worker."""
-        try:
-            if not self.frontier.has_pending():
-                logger.info("Crawl %s finished: %d keys deleted (SCHEDULER_PERSIST = False)",
-                            self.crawl_id, self.frontier.forget())
-        except RedisError as error:
-            logger.warning("Could not delete the finished crawl's keys: %s", error)
 
     # ---------------------------------------------------------------- housekeeping
 

@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from redis import RedisError
+
 from crawler.frontier.api import Claim, Frontier
 from crawler.frontier.crawl_id import fresh_crawl_command
 from crawler.frontier.embedded import EmbeddedFrontier
@@ -116,6 +118,17 @@ def promote_revisits(frontier: Frontier, now: float) -> tuple[int, float | None]
 def claim_due(frontier: Frontier, limit: int) -> tuple[list[Claim], float | None]:
     """In the I/O thread: up to ``limit`` claims of the hosts due now (now as the call runs)."""
     return frontier.claim_many(time.time(), limit)
+
+
+def forget_if_finished(frontier: Frontier, crawl_id: str) -> None:
+    """In the I/O thread, ``SCHEDULER_PERSIST = False``: a finished crawl's keys go with
+    its last worker."""
+    try:
+        if not frontier.has_pending():
+            logger.info("Crawl %s finished: %d keys deleted (SCHEDULER_PERSIST = False)",
+                        crawl_id, frontier.forget())
+    except RedisError as error:
+        logger.warning("Could not delete the finished crawl's keys: %s", error)
 
 
 def take_new_hosts(frontier: Frontier) -> list[str]:
