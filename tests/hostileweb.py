@@ -10,6 +10,7 @@ each ``*.test`` host is one hostile case (the crawl reaches them through
   ``gzip, gzip``, ``deflate``; a ``.xml.gz`` file);
 - ``no-length``: a 50 MB close-delimited body and an endless chunked one;
 - ``big-headers``: 2,000 headers of 1 KB;
+- ``odd-headers``: a page whose ``Link`` and other headers hold bytes that are not ASCII;
 - ``loops``: a redirect loop and a chain of 40 redirects;
 - ``utf16``: a robots.txt saved as UTF-16 with a BOM, disallowing ``/private/``;
 - ``stall``: accepts, reads the request, never answers.
@@ -96,7 +97,8 @@ class HostileWeb:
         self.hosts: dict[str, Callable[[str, asyncio.StreamWriter], Awaitable[bool | None]]] = {
             "br-bomb": self._br_bomb, "gzgz-bomb": self._gzgz_bomb, "deflate-bomb": self._deflate_bomb,
             "page-bomb": self._page_bomb, "no-length": self._no_length, "big-headers": self._big_headers,
-            "loops": self._loops, "utf16": self._utf16, "stall": self._stall,
+            "odd-headers": self._odd_headers, "loops": self._loops, "utf16": self._utf16,
+            "stall": self._stall,
         }
         bombs()  # made before the clock of any test starts
 
@@ -240,6 +242,15 @@ class HostileWeb:
             return None
         headers = [(f"X-Filler-{i}", "f" * 1000) for i in range(2000)]
         self._send(writer, "200 OK", page([], "big headers"), [("Content-Type", "text/html"), *headers])
+        return True
+
+    async def _odd_headers(self, path: str, writer: asyncio.StreamWriter) -> bool | None:
+        if path != "/":
+            return None
+        body = page([], self.words("odd-headers", path))
+        headers = [(b"Content-Type", b"text/html"), (b"Link", b"</u/\xff>; rel=canonical"),
+                   (b"X-Note", b"caf\xe9 \x80\xfe"), (b"Content-Length", str(len(body)).encode())]
+        writer.write(_head("200 OK", headers) + body)
         return True
 
     async def _loops(self, path: str, writer: asyncio.StreamWriter) -> bool | None:

@@ -28,7 +28,7 @@ def _no_traceback(log: str) -> None:
 def test_every_hostile_host_ends_bounded_counted_and_quiet(crawl, web_factory, hostile, tmp_path):
     web = web_factory([Site("calm.test", pages=40)])
     seeds = [hostile.url(host) for host in (*ROBOTS_BOMBS, "page-bomb", "no-length", "big-headers",
-                                            "loops", "utf16")]
+                                            "odd-headers", "loops", "utf16")]
     seeds.append(f"http://calm.test:{web.port}/")
     result = crawl(web, tmp_path, "seeds=" + ",".join(seeds), timeout=240,
                    SITEMAP_FOLLOW=True, MEMUSAGE_CHECK_INTERVAL_SECONDS=0.5)
@@ -52,6 +52,11 @@ def test_every_hostile_host_ends_bounded_counted_and_quiet(crawl, web_factory, h
     assert not [hit for hit in hostile.hits if hit[1] == "utf16" and hit[2].startswith("/private/")]
     assert hostile.url("utf16", "/one") in stored
     assert len([url for url in stored if "calm.test" in url]) == 40
+    # Header bytes that are not ASCII are stored as received (WARC header blocks are bytes).
+    odd = [record for record in result.records if "odd-headers" in record["url"]]
+    assert len(odd) == 1, (odd, stored)
+    odd = odd[0]
+    assert odd["canonical"] == hostile.url("odd-headers", "/u/%FF")
     # Said once a host, at INFO.
     assert result.log.count("said once per host") <= 8
     # Memory bounded whatever the ratio: each bomb decodes to 1 GiB.
