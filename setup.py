@@ -36,6 +36,9 @@ setup(
         "isal>=1.7,<2",
         # scrapy serve's /metrics, in Prometheus's text format.
         "prometheus-client>=0.20,<1",
+        # scrapy serve's HTTP layer: routing, validation and /openapi.json, on uvicorn.
+        "fastapi>=0.115,<1",
+        "uvicorn>=0.30,<1",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "ruff>=0.6", "moto[server]>=5,<6",
@@ -43,7 +46,9 @@ setup(
                  # test_simhash checks our fingerprints against the simhash package's.
                  "simhash>=2.1.2,<3",
                  # tests/test_urls_from_network.py fuzzes the link and redirect paths.
-                 "hypothesis>=6.100"],
+                 "hypothesis>=6.100",
+                 # scrapy serve's API fuzzed from its /openapi.json; its console driven in chromium.
+                 "schemathesis>=4,<5", "playwright>=1.45,<2"],
         # bench/ compares with these in the same run (bench/parsers.py: selectolax).
         "bench": ["simhash>=2.1.2,<3", "selectolax>=1.0,<2"],
     },

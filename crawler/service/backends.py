@@ -67,6 +67,9 @@ class LocalBackend:
             self.env["SCRAPY_SETTINGS_MODULE"] = "crawler.settings"
         self._children: dict[str, subprocess.Popen] = {}
 
+    def check(self, spec: dict) -> None:
+        """Any crawl request the checks of :mod:`crawler.service.spec` pass can run here."""
+
     def log_path(self, crawl_id: str) -> Path:
         return self.service_dir / "logs" / f"{crawl_id}.log"
 
@@ -142,11 +145,14 @@ class ScrapydBackend:
             raise RuntimeError(f"scrapyd {endpoint}: {answer.get('message', answer)}")
         return answer
 
-    def start(self, crawl: Crawl) -> dict:
-        """Schedule the job; it stays queued until scrapyd runs it."""
-        if any("," in seed for seed in crawl.spec["seeds"]):
+    def check(self, spec: dict) -> None:
+        """``BadRequest`` for a crawl scrapyd cannot be given."""
+        if any("," in seed for seed in spec["seeds"]):
             raise BadRequest("scrapyd takes seeds as one comma-separated field: a seed with a comma "
                              "cannot go through it")
+
+    def start(self, crawl: Crawl) -> dict:
+        """Schedule the job; it stays queued until scrapyd runs it."""
         fields = [("project", self.project), ("spider", "web"), ("jobid", crawl.crawl_id)]
         seeds = ",".join(crawl.spec["seeds"])
         for kind, text in crawl_arguments(crawl, seeds, self.data_dir, self.forwarded):

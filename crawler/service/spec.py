@@ -61,6 +61,8 @@ def parse_spec(body: bytes, base: Settings) -> dict:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise BadRequest(f"the body is not JSON: {error}") from None
+    except RecursionError:  # the C decoder's guard against deep nesting
+        raise BadRequest("the body's JSON is nested too deeply") from None
     if not isinstance(data, dict):
         raise BadRequest("the body must be a JSON object with \"seeds\"")
     unknown = sorted(set(data) - set(FIELDS))

@@ -1,0 +1,321 @@
+"""The service's HTTP API on FastAPI: routes, the models its OpenAPI document
+(``/openapi.json``) is generated from, the security checks in front of every route, and
+errors as JSON ``{"error": "..."}`` naming the bad part, never a traceback.
+
+The request bodies are read here under ``SERVE_MAX_BODY_BYTES`` and checked by
+:mod:`crawler.service.spec`, whose messages name the bad seed or setting; the pydantic
+models describe the same shapes for the document and its clients.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.routing import Match
+
+from crawler.service.metrics import metrics_registry, metrics_text
+from crawler.service.service import Conflict, NotFound, TooManyCrawls
+from crawler.service.spec import BadRequest
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    from crawler.service.security import Gate
+    from crawler.service.service import CrawlService
+
+logger = logging.getLogger(__name__)
+
+# The console's files, by the only names served: no path from a request reaches the disk.
+STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
+          "/dashboard.js": ("dashboard.js", "text/javascript; charset=utf-8"),
+          "/dashboard.css": ("dashboard.css", "text/css; charset=utf-8")}
+_CONTENT_TYPES = {"html": "text/html; charset=utf-8", "text": "text/plain; charset=utf-8"}
+
+
+class CrawlRequest(BaseModel):
+    """``POST /crawls``: seeds (http or https URLs), and optionally scope, max pages and settings."""
+
+    model_config = ConfigDict(extra="forbid")
+    seeds: list[str] = Field(min_length=1)
+    scope: str | None = Field(None, description="host, domain or any (the spider's scope argument)")
+    max_pages: int | None = Field(None, ge=0)
+    settings: dict[str, bool | int | float | list[float]] = Field(
+        default_factory=dict, description="only the settings crawler.service.spec.ALLOWED_SETTINGS names")
+
+
+class RequeueRequest(BaseModel):
+    """``POST /crawls/{id}/dead_letters/requeue``: the URLs to queue again; absent: all."""
+
+    model_config = ConfigDict(extra="forbid")
+    urls: list[str] | None = None
+
+
+class Error(BaseModel):
+    error: str
+
+
+class Created(BaseModel):
+    crawl_id: str
+    state: str
+
+
+class CrawlView(BaseModel):
+    crawl_id: str
+    state: str
+    backend: str
+    fetched: int
+    failed: int
+    queued: int
+    stored: int
+    dead_letters: int
+    leased: int
+    waiting: int
+    seen: int
+    hosts_active: int
+    seeds: list[str]
+    scope: str
+    max_pages: int | None
+    settings: dict[str, str]
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    exit_status: int | None
+    error: str | None
+    elapsed: float | None
+
+
+class CrawlList(BaseModel):
+    crawls: list[CrawlView]
+
+
+class Activity(BaseModel):
+    crawl_id: str
+    samples: list[dict[str, float]]
+    stats: dict[str, Any]
+    bound: dict[str, str] | None
+    hosts: list[dict[str, Any]]
+    dead_letters: list[dict[str, Any]]
+    errors: list[str]
+    log: list[str]
+
+
+class Requeued(BaseModel):
+    requeued: int
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status, headers=headers)
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Error} for code in (400, 401, 403, 404, 415)}
+
+
+class Gatekeeper:
+    """In front of every route: the ``Host`` must name the service (DNS rebinding), the
+    token must be given (but for the console's static shell), and a ``POST`` must be
+    ``application/json`` from no ``Origin`` or the service's own (cross-site forms and
+    "simple" requests)."""
+
+    def __init__(self, app: ASGIApp, gate: Gate, token: str) -> None:
+        self.app = app
+        self.gate = gate
+        self.token = f"Bearer {token}".encode() if token else b""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = self.refusal(scope)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def refusal(self, scope: Scope) -> Response | None:
+        headers = Headers(scope=scope)
+        if not self.gate.host_allowed(headers.get("host")):
+            return _error(400, f"Host {headers.get('host')!r} does not name this service: use its address, "
+                               "localhost, or a name in SERVE_ALLOWED_HOSTS")
+        if self.token and not (scope["method"] in ("GET", "HEAD") and scope["path"] in STATIC):
+            given = headers.get("authorization", "").encode("utf-8", "replace")
+            if not hmac.compare_digest(given, self.token):
+                return _error(401, "a valid 'Authorization: Bearer <token>' header is required (the token "
+                                   "is in DATA_DIR/serve/token, or SERVE_TOKEN)",
+                              {"WWW-Authenticate": "Bearer"})
+        if scope["method"] == "POST":
+            if not self.gate.origin_allowed(headers.get("origin")):
+                return _error(403, f"Origin {headers.get('origin')!r} is not this service: cross-site "
+                                   "requests cannot change crawls")
+            media = headers.get("content-type", "").split(";")[0].strip().lower()
+            if media != "application/json":
+                return _error(415, "Content-Type must be application/json")
+        return None
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request's body, refused (``BadRequest``) past ``limit`` bytes, read no further."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BadRequest(f"the body is {declared} bytes; the limit is {limit}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise BadRequest(f"the body is over {limit} bytes; the limit is {limit}")
+    return bytes(body)
+
+
+def create_app(service: CrawlService, gate: Gate, token: str, max_body: int, threads: int) -> FastAPI:
+    """The API of ``service``, answered by at most ``threads`` threads at once."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        yield
+
+    app = FastAPI(title="politecrawler crawl service", version="1", lifespan=lifespan, docs_url=None,
+                  redoc_url=None, responses=_ERRORS,
+                  description="Start, follow, stop and resume crawls; read stored pages; Prometheus metrics. "
+                              "Every request needs 'Authorization: Bearer <token>'.")
+    registry = metrics_registry(service.metrics_rows)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, error: HTTPException) -> JSONResponse:
+        if error.status_code == 404:
+            return _error(404, f"no endpoint {request.url.path}")
+        if error.status_code == 405:
+            allowed = allowed_methods(app, request.scope)
+            return _error(405, f"{request.method} is not allowed on {request.url.path}; it takes "
+                               f"{', '.join(allowed)}", {"Allow": ", ".join(allowed)})
+        return _error(error.status_code, str(error.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, error: RequestValidationError) -> JSONResponse:
+        first = error.errors()[0]
+        return _error(400, f"{'.'.join(map(str, first['loc']))}: {first['msg']}")
+
+    for kind, status in ((BadRequest, 400), (NotFound, 404), (Conflict, 409), (TooManyCrawls, 429)):
+        app.add_exception_handler(kind, _handler(status))
+
+    @app.post("/crawls", status_code=201, response_model=Created, openapi_extra=_body(CrawlRequest),
+              responses={409: {"model": Error}, 429: {"model": Error}})
+    async def start_crawl(request: Request) -> dict:
+        """Start a crawl, or queue it while ``SERVE_MAX_CRAWLS`` run (429 past ``SERVE_MAX_QUEUED``)."""
+        crawl = await run_in_threadpool(service.start_crawl, await read_body(request, max_body))
+        return {"crawl_id": crawl.crawl_id, "state": crawl.state}
+
+    @app.get("/crawls", response_model=CrawlList)
+    def list_crawls() -> dict:
+        """Every crawl, newest first."""
+        return {"crawls": [service.describe(c) for c in service.registry.all()]}
+
+    @app.get("/crawls/{crawl_id}", response_model=CrawlView)
+    def get_crawl(crawl_id: str) -> dict:
+        """A crawl's state and frontier counts."""
+        return service.describe(service.crawl(crawl_id))
+
+    @app.post("/crawls/{crawl_id}/stop", response_model=CrawlView)
+    def stop_crawl(crawl_id: str) -> dict:
+        """Ask a crawl to close as Ctrl-C does (resumable); a queued one never starts."""
+        return service.describe(service.stop_crawl(crawl_id))
+
+    @app.post("/crawls/{crawl_id}/resume", response_model=CrawlView, responses={409: {"model": Error}})
+    def resume_crawl(crawl_id: str) -> dict:
+        """Run an ended crawl again where its frontier left off."""
+        return service.describe(service.resume_crawl(crawl_id))
+
+    @app.get("/crawls/{crawl_id}/activity", response_model=Activity)
+    def activity(crawl_id: str) -> dict:
+        """The console's view: rate samples, stats, bound verdict, hosts, dead letters, log tail."""
+        return service.activity(crawl_id)
+
+    @app.post("/crawls/{crawl_id}/dead_letters/requeue", response_model=Requeued,
+              openapi_extra=_body(RequeueRequest, required=False), responses={409: {"model": Error}})
+    async def requeue(crawl_id: str, request: Request) -> dict:
+        """Queue dead letters again (an embedded crawl must be stopped first)."""
+        urls = _requeue_urls(await read_body(request, max_body))
+        return {"requeued": await run_in_threadpool(service.requeue, crawl_id, urls)}
+
+    @app.get("/pages", responses={200: {"content": {"application/json": {}, "text/html": {},
+                                                    "text/plain": {}}}})
+    def page(request: Request, url: str | None = None, content: str | None = None) -> Response:
+        """A stored page's record (``content=html`` or ``text``: its HTML or main text)."""
+        urls = request.query_params.getlist("url")
+        if len(urls) != 1 or not urls[0]:
+            raise BadRequest("give one url: /pages?url=U")
+        if content not in (None, "html", "text"):
+            raise BadRequest(f"content={content!r}: use content=html or content=text")
+        try:
+            record, body = service.page(urls[0], content)
+        except ValueError as error:
+            raise BadRequest(str(error)) from None
+        if content is None:
+            return JSONResponse(record)
+        data = body if isinstance(body, bytes) else (body or "").encode("utf-8")
+        return Response(data, media_type=_CONTENT_TYPES[content])
+
+    @app.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    def metrics() -> Response:
+        """Prometheus text: per-crawl counts and stats, and the service process's own."""
+        return Response(metrics_text(registry), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    for path, (name, media) in STATIC.items():
+        app.add_api_route(path, _static(name, media), methods=["GET"], include_in_schema=False)
+    app.add_middleware(Gatekeeper, gate=gate, token=token)
+    return app
+
+
+def _handler(status: int):
+    async def handle(_: Request, error: Exception) -> JSONResponse:
+        return _error(status, str(error))
+    return handle
+
+
+def _static(name: str, media: str):
+    def serve() -> Response:
+        data = resources.files("crawler.service").joinpath("dashboard", name).read_bytes()
+        return Response(data, media_type=media, headers={"Cache-Control": "no-store"})
+    return serve
+
+
+def _body(model: type[BaseModel], required: bool = True) -> dict:
+    """The ``requestBody`` of an operation whose body :func:`read_body` reads itself."""
+    return {"requestBody": {"required": required,
+                            "content": {"application/json": {"schema": model.model_json_schema()}}}}
+
+
+def _requeue_urls(body: bytes) -> list[str] | None:
+    if not body.strip():
+        return None
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise BadRequest("the body is not JSON") from None
+    if not isinstance(data, dict) or set(data) - {"urls"}:
+        raise BadRequest('the body must be {"urls": [...]} (or empty: all)')
+    urls = data.get("urls")
+    if urls is not None and not (isinstance(urls, list) and all(isinstance(u, str) for u in urls)):
+        raise BadRequest('"urls" must be a list of URL strings')
+    return urls
+
+
+def allowed_methods(app: FastAPI, scope: Scope) -> list[str]:
+    """The methods the routes matching ``scope``'s path take."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        if route.matches(scope)[0] != Match.NONE:  # PARTIAL: the path matches, not the method
+            methods |= set(getattr(route, "methods", ()) or ())
+    return sorted(methods)
