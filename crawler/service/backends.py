@@ -40,14 +40,15 @@ def crawl_arguments(crawl: Crawl, seeds: str, data_dir: Path,
     return pairs + [("s", f"{name}={value}") for name, value in settings.items()]
 
 
-def verdict(log: str, stop_requested: bool) -> tuple[str, str | None]:
+def verdict(log: str, stop_requested: bool, exit_status: int | None = None) -> tuple[str, str | None]:
     """(state, error) of a crawl that ended with ``log``: finished when Scrapy closed the
-    spider for a reason other than a shutdown, stopped when asked to, else failed with the
-    log's tail."""
+    spider for a reason other than a shutdown, stopped when asked to (and it closed, or
+    exited with 0: stopped while starting, before its spider opened), else failed with
+    the log's tail."""
     closed = _CLOSED.findall(log)
     if closed and closed[-1] != "shutdown":
         return "finished", None
-    if stop_requested and closed:
+    if stop_requested and (closed or exit_status == 0):
         return "stopped", None
     return "failed", log[-LOG_TAIL_BYTES:] or "no log"
 
@@ -108,8 +109,9 @@ class LocalBackend:
         if self._alive(crawl):
             return None
         child = self._children.pop(crawl.crawl_id, None)
-        state, error = verdict(self.log(crawl), crawl.stop_requested)
-        return {"state": state, "error": error, "exit_status": None if child is None else child.returncode}
+        exit_status = None if child is None else child.returncode
+        state, error = verdict(self.log(crawl), crawl.stop_requested, exit_status)
+        return {"state": state, "error": error, "exit_status": exit_status}
 
     def log(self, crawl: Crawl) -> str:
         try:
