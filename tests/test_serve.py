@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from redis_server import RedisServer
 from scrapy.settings import Settings
 from serve_service import Service
@@ -300,3 +301,33 @@ def test_a_project_without_the_web_spider_is_told_at_start_not_per_crawl(tmp_pat
     assert done.returncode == 2, done.stderr[-2000:]
     assert "scrapy serve starts the 'web' spider" in done.stderr and "crawler.spiders" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+BOARD = Path(__file__).resolve().parent.parent / "docs" / "grafana-serve.json"
+# Declared always, with a sample only once one is counted (a refusal, a dropped response),
+# or while the crawl runs (its bound: test_stop_ends_a_crawl_cleanly... reads it then).
+WHEN_COUNTED = {"crawler_guard_refused_total", "crawler_content_dropped_total", "crawler_bound"}
+
+
+def test_every_series_the_grafana_board_plots_exists(service, finished):
+    crawl_id, _ = finished
+    board = json.loads(BOARD.read_text(encoding="utf-8"))
+    plotted = {name for panel in board["panels"] for target in panel["targets"]
+               for name in re.findall(r"\b((?:crawler|process|python)_[a-z_]+)\b", target["expr"])}
+    text = service.request("GET", "/metrics")[1].decode()
+    families = list(text_string_to_metric_families(text))
+    samples = {s.name for family in families for s in family.samples
+               if s.name.startswith("process_") or s.labels.get("crawl_id") == crawl_id}
+    declared = {family.name for family in families}
+    assert len(plotted) >= 20
+    for name in sorted(plotted):
+        if name in WHEN_COUNTED:
+            assert name.removesuffix("_total") in declared, name
+        else:
+            assert name in samples, f"{name} is plotted but /metrics has no such series"
+    assert {"crawler_responses_total", "process_resident_memory_bytes",
+            "crawler_response_bytes_total"} <= plotted
+    statuses = [s for family in families for s in family.samples
+                if s.name == "crawler_responses_total" and s.labels["crawl_id"] == crawl_id]
+    assert statuses and all(s.value > 0 for s in statuses)
+    assert "200" in {s.labels["status"] for s in statuses}
