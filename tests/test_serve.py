@@ -160,9 +160,11 @@ def test_other_bad_requests_get_clear_errors(service):
         404, {"error": "no crawl '20990101-000000-abcdef'"})
     assert service.json("GET", "/crawls/..%2f..%2fetc")[0] == 404
     assert service.json("GET", "/nothing")[0] == 404
-    assert service.json("GET", "/pages")[1]["error"] == "give one url: /pages?url=U"
+    assert service.json("GET", "/pages") == (400, {"error": "query.url: Field required"})
+    assert service.json("GET", "/pages?url=http://a.test/&url=http://b.test/")[1]["error"] == (
+        "give one url: /pages?url=U")
     status, answer = service.json("GET", "/pages?url=http://a.test/&content=pdf")
-    assert status == 400 and "content=html or content=text" in answer["error"]
+    assert status == 400 and "query.content: Input should be 'html' or 'text'" in answer["error"]
     assert "not an http(s) URL" in service.json("GET", "/pages?url=ftp://a.test/")[1]["error"]
     assert service.json("GET", "/crawls/20990101-000000-abcdef/stop")[0] == 405
     assert service.json("POST", "/crawls", {"seeds": [[[[]]]] * 2})[0] == 400

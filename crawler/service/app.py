@@ -14,13 +14,13 @@ import json
 import logging
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio.to_thread
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
@@ -28,10 +28,10 @@ from starlette.routing import Match
 
 from crawler.service.metrics import metrics_registry, metrics_text
 from crawler.service.service import Conflict, NotFound, TooManyCrawls
-from crawler.service.spec import BadRequest
+from crawler.service.spec import ALLOWED_SETTINGS, BadRequest
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
 
     from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -47,15 +47,29 @@ STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
 _CONTENT_TYPES = {"html": "text/html; charset=utf-8", "text": "text/plain; charset=utf-8"}
 
 
+_NUMBER = Annotated[float, Field(ge=0)]
+_SETTING_TYPES: dict[str, Any] = {"bool": bool, "int": Annotated[int, Field(ge=0)], "number": _NUMBER,
+                                   "numbers": Annotated[list[_NUMBER], Field(min_length=1)]}
+# The settings a crawl may set, each of its type: the model of ALLOWED_SETTINGS.
+CrawlSettings = create_model("CrawlSettings", __config__=ConfigDict(extra="forbid"),
+                             **{name: (_SETTING_TYPES[kind], None)
+                                for name, kind in ALLOWED_SETTINGS.items()})  # type: ignore[call-overload]
+
+
 class CrawlRequest(BaseModel):
     """``POST /crawls``: seeds (http or https URLs), and optionally scope, max pages and settings."""
 
     model_config = ConfigDict(extra="forbid")
-    seeds: list[str] = Field(min_length=1)
-    scope: str | None = Field(None, description="host, domain or any (the spider's scope argument)")
+    seeds: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1, description="http(s) URLs")
+    scope: Literal["host", "domain", "any"] | None = Field(None, description="the spider's scope argument")
     max_pages: int | None = Field(None, ge=0)
-    settings: dict[str, bool | int | float | list[float]] = Field(
-        default_factory=dict, description="only the settings crawler.service.spec.ALLOWED_SETTINGS names")
+    settings: CrawlSettings = Field(default_factory=dict)  # type: ignore[valid-type]
+
+
+class EmptyBody(BaseModel):
+    """A state-changing request with nothing to say: ``{}`` (its JSON type is what counts)."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class RequeueRequest(BaseModel):
@@ -126,10 +140,9 @@ _ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Error} for code in (
 
 
 class Gatekeeper:
-    """In front of every route: the ``Host`` must name the service (DNS rebinding), the
-    token must be given (but for the console's static shell), and a ``POST`` must be
-    ``application/json`` from no ``Origin`` or the service's own (cross-site forms and
-    "simple" requests)."""
+    """In front of every route: the ``Host`` must name the service (DNS rebinding), and
+    the token must be given (but for the console's static shell). Each ``POST`` route
+    adds :func:`json_from_own_origin`."""
 
     def __init__(self, app: ASGIApp, gate: Gate, token: str) -> None:
         self.app = app
@@ -155,14 +168,31 @@ class Gatekeeper:
                 return _error(401, "a valid 'Authorization: Bearer <token>' header is required (the token "
                                    "is in DATA_DIR/serve/token, or SERVE_TOKEN)",
                               {"WWW-Authenticate": "Bearer"})
-        if scope["method"] == "POST":
-            if not self.gate.origin_allowed(headers.get("origin")):
-                return _error(403, f"Origin {headers.get('origin')!r} is not this service: cross-site "
-                                   "requests cannot change crawls")
-            media = headers.get("content-type", "").split(";")[0].strip().lower()
-            if media != "application/json":
-                return _error(415, "Content-Type must be application/json")
         return None
+
+
+class Refused(Exception):
+    """A request refused before its route runs: ``status`` and the message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def json_from_own_origin(gate: Gate) -> Callable[[Request], None]:
+    """What a state-changing request must be: ``application/json`` (a cross-site form or
+    "simple" request cannot send it without a preflight, which gets no CORS answer) from
+    no ``Origin`` or the service's own."""
+
+    def check(request: Request) -> None:
+        origin = request.headers.get("origin")
+        if not gate.origin_allowed(origin):
+            raise Refused(403, f"Origin {origin!r} is not this service: cross-site requests cannot "
+                               "change crawls")
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            raise Refused(415, "Content-Type must be application/json")
+
+    return check
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -215,8 +245,15 @@ def create_app(service: CrawlService, gate: Gate, token: str, max_body: int, thr
     for kind, status in ((BadRequest, 400), (NotFound, 404), (Conflict, 409), (TooManyCrawls, 429)):
         app.add_exception_handler(kind, _handler(status))
 
-    @app.post("/crawls", status_code=201, response_model=Created, openapi_extra=_body(CrawlRequest),
-              responses={409: {"model": Error}, 429: {"model": Error}})
+    @app.exception_handler(Refused)
+    async def refused(_: Request, error: Refused) -> JSONResponse:
+        return _error(error.status, str(error))
+
+    post = {"dependencies": [Depends(json_from_own_origin(gate))],
+            "responses": {409: {"model": Error}, 429: {"model": Error}}}
+    empty = _body(EmptyBody, required=False)
+
+    @app.post("/crawls", status_code=201, response_model=Created, openapi_extra=_body(CrawlRequest), **post)
     async def start_crawl(request: Request) -> dict:
         """Start a crawl, or queue it while ``SERVE_MAX_CRAWLS`` run (429 past ``SERVE_MAX_QUEUED``)."""
         crawl = await run_in_threadpool(service.start_crawl, await read_body(request, max_body))
@@ -232,15 +269,17 @@ def create_app(service: CrawlService, gate: Gate, token: str, max_body: int, thr
         """A crawl's state and frontier counts."""
         return service.describe(service.crawl(crawl_id))
 
-    @app.post("/crawls/{crawl_id}/stop", response_model=CrawlView)
-    def stop_crawl(crawl_id: str) -> dict:
+    @app.post("/crawls/{crawl_id}/stop", response_model=CrawlView, openapi_extra=empty, **post)
+    async def stop_crawl(crawl_id: str, request: Request) -> dict:
         """Ask a crawl to close as Ctrl-C does (resumable); a queued one never starts."""
-        return service.describe(service.stop_crawl(crawl_id))
+        _check_empty(await read_body(request, max_body))
+        return await run_in_threadpool(lambda: service.describe(service.stop_crawl(crawl_id)))
 
-    @app.post("/crawls/{crawl_id}/resume", response_model=CrawlView, responses={409: {"model": Error}})
-    def resume_crawl(crawl_id: str) -> dict:
+    @app.post("/crawls/{crawl_id}/resume", response_model=CrawlView, openapi_extra=empty, **post)
+    async def resume_crawl(crawl_id: str, request: Request) -> dict:
         """Run an ended crawl again where its frontier left off."""
-        return service.describe(service.resume_crawl(crawl_id))
+        _check_empty(await read_body(request, max_body))
+        return await run_in_threadpool(lambda: service.describe(service.resume_crawl(crawl_id)))
 
     @app.get("/crawls/{crawl_id}/activity", response_model=Activity)
     def activity(crawl_id: str) -> dict:
@@ -248,7 +287,7 @@ def create_app(service: CrawlService, gate: Gate, token: str, max_body: int, thr
         return service.activity(crawl_id)
 
     @app.post("/crawls/{crawl_id}/dead_letters/requeue", response_model=Requeued,
-              openapi_extra=_body(RequeueRequest, required=False), responses={409: {"model": Error}})
+              openapi_extra=_body(RequeueRequest), **post)
     async def requeue(crawl_id: str, request: Request) -> dict:
         """Queue dead letters again (an embedded crawl must be stopped first)."""
         urls = _requeue_urls(await read_body(request, max_body))
@@ -256,13 +295,12 @@ def create_app(service: CrawlService, gate: Gate, token: str, max_body: int, thr
 
     @app.get("/pages", responses={200: {"content": {"application/json": {}, "text/html": {},
                                                     "text/plain": {}}}})
-    def page(request: Request, url: str | None = None, content: str | None = None) -> Response:
+    def page(request: Request, url: str = Query(min_length=1),
+             content: Literal["html", "text"] | None = None) -> Response:
         """A stored page's record (``content=html`` or ``text``: its HTML or main text)."""
         urls = request.query_params.getlist("url")
-        if len(urls) != 1 or not urls[0]:
+        if len(urls) != 1:
             raise BadRequest("give one url: /pages?url=U")
-        if content not in (None, "html", "text"):
-            raise BadRequest(f"content={content!r}: use content=html or content=text")
         try:
             record, body = service.page(urls[0], content)
         except ValueError as error:
@@ -299,7 +337,36 @@ def _static(name: str, media: str):
 def _body(model: type[BaseModel], required: bool = True) -> dict:
     """The ``requestBody`` of an operation whose body :func:`read_body` reads itself."""
     return {"requestBody": {"required": required,
-                            "content": {"application/json": {"schema": model.model_json_schema()}}}}
+                            "content": {"application/json": {"schema": _inline(model)}}}}
+
+
+def _inline(model: type[BaseModel]) -> dict:
+    """The model's JSON schema with its ``$defs`` put in place (none is recursive): its
+    ``#/$defs/...`` references would not resolve inside the OpenAPI document."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return resolve(defs[node["$ref"].rsplit("/", 1)[1]])
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(value) for value in node]
+        return node
+
+    return resolve(schema)
+
+
+def _check_empty(body: bytes) -> None:
+    """A body that says nothing: none, or ``{}``."""
+    if body.strip() and body.strip() != b"{}":
+        try:
+            data = json.loads(body)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise BadRequest("the body is not JSON") from None
+        if data != {}:
+            raise BadRequest("this request takes no parameters: send {} or nothing")
 
 
 def _requeue_urls(body: bytes) -> list[str] | None:

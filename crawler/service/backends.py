@@ -43,12 +43,12 @@ def crawl_arguments(crawl: Crawl, seeds: str, data_dir: Path,
 def verdict(log: str, stop_requested: bool, exit_status: int | None = None) -> tuple[str, str | None]:
     """(state, error) of a crawl that ended with ``log``: finished when Scrapy closed the
     spider for a reason other than a shutdown, stopped when asked to (and it closed, or
-    exited with 0: stopped while starting, before its spider opened), else failed with
-    the log's tail."""
+    was stopped while starting, before its spider opened: exit 0, or the SIGINT itself),
+    else failed with the log's tail."""
     closed = _CLOSED.findall(log)
     if closed and closed[-1] != "shutdown":
         return "finished", None
-    if stop_requested and (closed or exit_status == 0):
+    if stop_requested and (closed or exit_status in (0, -signal.SIGINT)):
         return "stopped", None
     return "failed", log[-LOG_TAIL_BYTES:] or "no log"
 
