@@ -94,11 +94,17 @@ class LocalBackend:
         child = self._children.get(crawl.crawl_id)
         if child is not None:
             return child.poll() is None
-        try:  # started by an earlier run of the service: is that pid still this crawl?
-            cmdline = Path(f"/proc/{crawl.pid}/cmdline").read_bytes()
+        return crawl.pid is not None and self.runs(crawl.crawl_id, crawl.pid)
+
+    @staticmethod
+    def runs(crawl_id: str, pid: int) -> bool:
+        """Whether process ``pid`` is a run of crawl ``crawl_id`` (its command line sets
+        ``CRAWL_ID``): one started by an earlier run of the service, or outside it."""
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             return False
-        return f"CRAWL_ID={crawl.crawl_id}".encode() in cmdline.split(b"\0")
+        return f"CRAWL_ID={crawl_id}".encode() in cmdline.split(b"\0")
 
     def stop(self, crawl: Crawl) -> None:
         if crawl.pid and self._alive(crawl):

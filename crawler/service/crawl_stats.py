@@ -26,6 +26,8 @@ class CrawlStats:
     interval: dict | None = None  # the newest snapshot's measures, while its process runs
     thresholds: dict | None = None
     written_at: float | None = None
+    live_pid: int | None = None  # the process writing the newest snapshot, while it runs
+    finish_reason: str | None = None  # Scrapy's, once the newest snapshot's run has closed
 
     def status_codes(self) -> dict[str, int]:
         return {k[len(_STATUS):]: v for k, v in sorted(self.counters.items()) if k.startswith(_STATUS)}
@@ -74,6 +76,9 @@ def read_crawl_stats(settings: object, crawl_id: str, live_within: float) -> Cra
             newest = snapshot
     if newest is not None:
         result.written_at = newest["written_at"]
-        if not newest.get("closed") and time.time() - newest["written_at"] <= live_within:
+        if newest.get("closed"):
+            result.finish_reason = newest["stats"].get("finish_reason")
+        elif time.time() - newest["written_at"] <= live_within:
             result.interval, result.thresholds = newest["interval"], newest.get("thresholds")
+            result.live_pid = newest.get("pid")
     return result

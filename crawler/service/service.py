@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from crawler.commands import crawl_frontier
 from crawler.frontier.codec import with_attempts_reset
 from crawler.paths import data_path
+from crawler.service.backends import LocalBackend
 from crawler.service.counts import FrontierReader, recent_problems
 from crawler.service.crawl_stats import CrawlStats, read_crawl_stats
 from crawler.service.registry import ENDED, Crawl, Registry
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
     from crawler.net.addresses import AddressPolicy
-    from crawler.service.backends import LocalBackend, ScrapydBackend
+    from crawler.service.backends import ScrapydBackend
     from crawler.store.files import LocalStore
     from crawler.store.s3 import S3Store
 
@@ -270,6 +271,7 @@ class CrawlService:
                 logger.exception("Watching the crawls failed; trying again")
 
     def _check_active(self) -> None:
+        self._follow_outside_runs()
         for crawl in self.registry.active():
             if crawl.started_at is None:  # waiting its turn
                 continue
@@ -280,12 +282,32 @@ class CrawlService:
             ended = self.backend.poll(crawl)
             if ended is None:
                 continue
+            if ended.get("state") == "failed":  # its own stats may know better than the log
+                reason = self._stats(crawl.crawl_id).finish_reason
+                if reason is not None:
+                    ended |= {"state": "finished" if reason != "shutdown" else "stopped", "error": None}
             if ended.get("state") in ENDED:
                 ended["finished_at"] = time.time()
                 logger.info("Crawl %s %s", crawl.crawl_id, ended["state"])
             self.registry.update(crawl.crawl_id, **ended)
         with self._admission:
             self._admit()
+
+    def _follow_outside_runs(self) -> None:
+        """An ended crawl run again outside the service (``scrapy crawl web -s
+        CRAWL_ID=<id>``, as docs/service.md says) is running again: its process writes
+        fresh stats snapshots. The service follows it as its own, so Stop works on it."""
+        if not isinstance(self.backend, LocalBackend):
+            return
+        for crawl in self.registry.all():
+            if crawl.state not in ENDED:
+                continue
+            pid = self._stats(crawl.crawl_id).live_pid
+            if pid is None or pid == crawl.pid or not self.backend.runs(crawl.crawl_id, pid):
+                continue
+            logger.info("Crawl %s runs again outside the service (pid %d): following it", crawl.crawl_id, pid)
+            self.registry.update(crawl.crawl_id, state="running", pid=pid, stop_requested=0, error=None,
+                                 exit_status=None, started_at=time.time(), finished_at=None)
 
     def close(self) -> None:
         self._stop.set()
