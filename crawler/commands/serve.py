@@ -72,8 +72,9 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args:
             raise UsageError(f"unexpected argument(s): {' '.join(args)}")
-        check_command_settings(self.settings)
         s = self.settings
+        assert s is not None  # set by Scrapy before run()
+        check_command_settings(s)
         configure_logging(s)
         bind = opts.bind or s.get("SERVE_BIND", defaults.SERVE_BIND)
         port = s.getint("SERVE_PORT", defaults.SERVE_PORT) if opts.port is None else opts.port

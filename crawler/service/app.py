@@ -249,11 +249,12 @@ def create_app(service: CrawlService, gate: Gate, token: str, max_body: int, thr
     async def refused(_: Request, error: Refused) -> JSONResponse:
         return _error(error.status, str(error))
 
-    post = {"dependencies": [Depends(json_from_own_origin(gate))],
-            "responses": {409: {"model": Error}, 429: {"model": Error}}}
+    checked = [Depends(json_from_own_origin(gate))]
+    refusals: dict[int | str, dict[str, Any]] = {409: {"model": Error}, 429: {"model": Error}}
     empty = _body(EmptyBody, required=False)
 
-    @app.post("/crawls", status_code=201, response_model=Created, openapi_extra=_body(CrawlRequest), **post)
+    @app.post("/crawls", status_code=201, response_model=Created, openapi_extra=_body(CrawlRequest),
+              dependencies=checked, responses=refusals)
     async def start_crawl(request: Request) -> dict:
         """Start a crawl, or queue it while ``SERVE_MAX_CRAWLS`` run (429 past ``SERVE_MAX_QUEUED``)."""
         crawl = await run_in_threadpool(service.start_crawl, await read_body(request, max_body))
@@ -269,13 +270,15 @@ def create_app(service: CrawlService, gate: Gate, token: str, max_body: int, thr
         """A crawl's state and frontier counts."""
         return service.describe(service.crawl(crawl_id))
 
-    @app.post("/crawls/{crawl_id}/stop", response_model=CrawlView, openapi_extra=empty, **post)
+    @app.post("/crawls/{crawl_id}/stop", response_model=CrawlView, openapi_extra=empty, dependencies=checked,
+              responses=refusals)
     async def stop_crawl(crawl_id: str, request: Request) -> dict:
         """Ask a crawl to close as Ctrl-C does (resumable); a queued one never starts."""
         _check_empty(await read_body(request, max_body))
         return await run_in_threadpool(lambda: service.describe(service.stop_crawl(crawl_id)))
 
-    @app.post("/crawls/{crawl_id}/resume", response_model=CrawlView, openapi_extra=empty, **post)
+    @app.post("/crawls/{crawl_id}/resume", response_model=CrawlView, openapi_extra=empty,
+              dependencies=checked, responses=refusals)
     async def resume_crawl(crawl_id: str, request: Request) -> dict:
         """Run an ended crawl again where its frontier left off."""
         _check_empty(await read_body(request, max_body))
@@ -287,7 +290,7 @@ def create_app(service: CrawlService, gate: Gate, token: str, max_body: int, thr
         return service.activity(crawl_id)
 
     @app.post("/crawls/{crawl_id}/dead_letters/requeue", response_model=Requeued,
-              openapi_extra=_body(RequeueRequest), **post)
+              openapi_extra=_body(RequeueRequest), dependencies=checked, responses=refusals)
     async def requeue(crawl_id: str, request: Request) -> dict:
         """Queue dead letters again (an embedded crawl must be stopped first)."""
         urls = _requeue_urls(await read_body(request, max_body))

@@ -164,7 +164,8 @@ class ScrapydBackend:
         fields = [("project", self.project), ("spider", "web"), ("jobid", crawl.crawl_id)]
         seeds = ",".join(crawl.spec["seeds"])
         for kind, text in crawl_arguments(crawl, seeds, self.data_dir, self.forwarded):
-            fields.append(("setting", text) if kind == "s" else tuple(text.split("=", 1)))
+            name, _, value = text.partition("=")
+            fields.append(("setting", text) if kind == "s" else (name, value))
         return {"job": self._call("schedule.json", fields)["jobid"]}
 
     def stop(self, crawl: Crawl) -> None:

@@ -8,7 +8,7 @@ import json
 import re
 import sqlite3
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from crawler.frontier.api import FETCH_SECONDS_BUCKETS
 from crawler.frontier.codec import ATTEMPTS_META
@@ -54,7 +54,7 @@ class FrontierReader:
     def counts(self, crawl_id: str) -> dict:
         """The counts of ``COUNT_NAMES`` and the fetch-time histogram's raw counters."""
         raw = self.raw(crawl_id)
-        counts = {name: int(raw.get(name, 0)) for name in COUNT_NAMES}
+        counts: dict[str, Any] = {name: int(raw.get(name, 0)) for name in COUNT_NAMES}
         counts["hosts_active"] = int(raw.get("hosts/active", 0))  # every backend's gauge
         counts["fetch_seconds"] = {key.split("/", 1)[1]: value for key, value in raw.items()
                                    if key.startswith("fetch_seconds/")}

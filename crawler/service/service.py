@@ -220,7 +220,8 @@ class CrawlService:
         for crawl in self.registry.all():
             stats = self._stats(crawl.crawl_id)
             bound = stats.bound()
-            rows.append((crawl, self.counts(crawl), stats.counters, bound and bound["bound"]))
+            verdict = None if bound is None else bound["bound"]
+            rows.append((crawl, self.counts(crawl), stats.counters, verdict))
         return rows
 
     # ---------------------------------------------------------------- pages
