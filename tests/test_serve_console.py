@@ -83,6 +83,7 @@ def test_a_crawl_is_started_watched_stopped_requeued_and_resumed_from_the_consol
             letters = page.locator("#dead-letters tbody tr", has_text=dead_url)
             letters.wait_for(timeout=30_000)
             assert "500" in letters.inner_text() and "3" in letters.locator("td").nth(2).inner_text()
+            wait_until(lambda: counted(page, "retries") >= 2, 10, "counting the dead page's retries")
             page.wait_for_timeout(2500)  # two more samples on the chart
             page.screenshot(path=str(SCREENSHOT), full_page=True)
             print(f"bound verdict shown {bound_after:.1f} s after Start")

@@ -37,7 +37,7 @@ _SERIES = (
 _STATS_SERIES = (
     ("crawler_response_bytes", "Bytes of responses downloaded", "downloader/response_bytes"),
     ("crawler_requests", "Requests sent by the downloader", "downloader/request_count"),
-    ("crawler_retries", "Requests retried", "retry/count"),
+    ("crawler_retries", "Fetches retried by the frontier's retry chain", "frontier/retries"),
     ("crawler_robots_refused", "Requests robots.txt forbade", "robotstxt/forbidden"),
     ("crawler_duplicates", "Pages stored as duplicates of another", "store/duplicates"),
 )
