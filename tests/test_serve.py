@@ -309,7 +309,8 @@ def test_a_project_without_the_web_spider_is_told_at_start_not_per_crawl(tmp_pat
 BOARD = Path(__file__).resolve().parent.parent / "docs" / "grafana-serve.json"
 # Declared always, with a sample only once one is counted (a refusal, a dropped response),
 # or while the crawl runs (its bound: test_stop_ends_a_crawl_cleanly... reads it then).
-WHEN_COUNTED = {"crawler_guard_refused_total", "crawler_content_dropped_total", "crawler_bound"}
+WHEN_COUNTED = {"crawler_guard_refused_total", "crawler_content_dropped_total",
+                "crawler_content_dropped_types_total", "crawler_bound"}
 
 
 def test_every_series_the_grafana_board_plots_exists(service, finished):

@@ -47,7 +47,7 @@ def wait_until(condition, timeout: float, what: str) -> None:
 
 
 def test_a_crawl_is_started_watched_stopped_requeued_and_resumed_from_the_console(browser, tmp_path):
-    site = Site("console.test", pages=60, fanout=3, statuses={DEAD: 500})
+    site = Site("console.test", pages=60, fanout=3, statuses={DEAD: 500}, binary_links=True)
     with TestWeb([site, Site("other.test", pages=3)]) as web:
         env = web.subprocess_env()
         env.pop("SCRAPY_SETTINGS_MODULE", None)
@@ -84,6 +84,9 @@ def test_a_crawl_is_started_watched_stopped_requeued_and_resumed_from_the_consol
             letters.wait_for(timeout=30_000)
             assert "500" in letters.inner_text() and "3" in letters.locator("td").nth(2).inner_text()
             wait_until(lambda: counted(page, "retries") >= 2, 10, "counting the dead page's retries")
+            dropped = page.locator("#refusals tbody")
+            for shown in ("dropped: not html", "dropped type: application/pdf", "dropped type: image/png"):
+                dropped.filter(has_text=shown).wait_for(timeout=10_000)
             page.wait_for_timeout(2500)  # two more samples on the chart
             page.screenshot(path=str(SCREENSHOT), full_page=True)
             print(f"bound verdict shown {bound_after:.1f} s after Start")

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 
 from crawler import defaults
+
+_MIME = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}")
+
+
+def mime_type(content_type: bytes | None) -> str:
+    """A Content-Type's MIME type for a stat name: ``none`` when absent, ``other`` when
+    it is not one (a hostile server's header makes no unbounded stat name)."""
+    if not content_type:
+        return "none"
+    mime = content_type.split(b";", 1)[0].strip().lower().decode("latin-1")
+    return mime if _MIME.fullmatch(mime) else "other"
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -34,7 +46,7 @@ class HtmlOnlyMiddleware:
 
     Requests with ``meta["html_only"] = False`` and robots.txt requests
     (``dont_obey_robotstxt``) are never stopped. Stats: ``content/dropped/not_html``,
-    ``content/dropped/too_large``.
+    ``content/dropped/too_large``, and ``content/dropped_type/<MIME type>`` for each.
     """
 
     def __init__(self, stats: StatsCollector, content_types: list[str], max_bytes: int) -> None:
@@ -85,6 +97,7 @@ class HtmlOnlyMiddleware:
         if reason is None or response.status >= 300:
             return response
         self.stats.inc_value(f"content/dropped/{reason}")
+        self.stats.inc_value(f"content/dropped_type/{mime_type(response.headers.get(b'Content-Type'))}")
         logger.debug("Dropped %s (%s, %s)", request.url, reason,
                      response.headers.get(b"Content-Type", b"").decode("latin-1"))
         raise IgnoreRequest(f"{reason}: {request.url}")

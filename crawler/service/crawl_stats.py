@@ -13,7 +13,7 @@ from crawler.bound.verdict import Interval, Thresholds, verdict
 from crawler.extensions.bound import stats_snapshot_dir
 
 # Counters of each run, summed over the crawl's runs and workers (each is one file).
-_SUMMED = ("downloader/", "frontier/retries", "robotstxt/", "address_guard/", "content/dropped/",
+_SUMMED = ("downloader/", "frontier/retries", "robotstxt/", "address_guard/", "content/dropped",
            "store/duplicates", "dedup/", "response_received_count", "item_scraped_count")
 _STATUS = "downloader/response_status_count/"
 
@@ -41,6 +41,7 @@ class CrawlStats:
         return {"status_codes": self.status_codes(), "bytes": c.get("downloader/response_bytes", 0),
                 "requests": c.get("downloader/request_count", 0), "retries": c.get("frontier/retries", 0),
                 "dropped": self.prefixed("content/dropped/"),
+                "dropped_types": self.prefixed("content/dropped_type/"),
                 "robots_refused": c.get("robotstxt/forbidden", 0),
                 "guard_refused": sum(self.prefixed("address_guard/refused/").values()),
                 "guard_refusals": self.prefixed("address_guard/refused/"),

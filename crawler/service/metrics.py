@@ -46,6 +46,8 @@ _PREFIXED = (  # name, help, label, stats prefix
     ("crawler_guard_refused", "Connections the address guard refused, by reason", "reason",
      "address_guard/refused/"),
     ("crawler_content_dropped", "Responses dropped by content, by reason", "reason", "content/dropped/"),
+    ("crawler_content_dropped_types", "Responses dropped by content, by MIME type", "type",
+     "content/dropped_type/"),
 )
 
 

@@ -146,7 +146,8 @@ function renderActivity(activity, crawlId) {
     ? "bound by " + activity.bound.bound + ": " + activity.bound.detail : "bound: no verdict (not running)";
   fill("#statuses", Object.entries(stats.status_codes).map(([code, n]) => row([code, n], [1])), "none yet");
   const refused = [["robots.txt refusals", stats.robots_refused], ["address guard refusals", stats.guard_refused],
-                   ...Object.entries(stats.dropped).map(([why, n]) => ["dropped: " + why.replace(/_/g, " "), n])];
+                   ...Object.entries(stats.dropped).map(([why, n]) => ["dropped: " + why.replace(/_/g, " "), n]),
+                   ...Object.entries(stats.dropped_types).map(([type, n]) => ["dropped type: " + type, n])];
   fill("#refusals", refused.map(([what, n]) => row([what, n], [1])), "none");
   const time = t => t ? new Date(t * 1000).toLocaleTimeString() : "now";
   const dash = v => v === null || v === undefined ? "-" : v;
