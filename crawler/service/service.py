@@ -11,14 +11,17 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from crawler import defaults
 from crawler.commands import crawl_frontier
 from crawler.frontier.codec import with_attempts_reset
+from crawler.net.resolver import policy_from_settings
 from crawler.paths import data_path
 from crawler.service.backends import LocalBackend
 from crawler.service.counts import FrontierReader, recent_problems
 from crawler.service.crawl_stats import CrawlStats, read_crawl_stats
 from crawler.service.registry import ENDED, Crawl, Registry
 from crawler.service.security import check_seed_addresses
+from crawler.service.security import seed_resolver as seed_resolver_of
 from crawler.service.spec import parse_spec
 from crawler.store.files import TornRecord, open_store
 from crawler.store.index import PageIndex, read_metadata
@@ -65,16 +68,17 @@ class CrawlService:
     once, ``max_queued`` more waiting their turn (state ``queued``, not yet started)."""
 
     def __init__(self, settings: BaseSettings, data_dir: Path, backend: LocalBackend | ScrapydBackend,
-                 poll_interval: float, max_crawls: int, max_queued: int,
-                 seed_policy: AddressPolicy, seed_resolver: dns.resolver.Resolver) -> None:
+                 poll_interval: float, max_crawls: int = 2,
+                 max_queued: int = defaults.SERVE_MAX_QUEUED, seed_policy: AddressPolicy | None = None,
+                 seed_resolver: dns.resolver.Resolver | None = None) -> None:
         self.settings = settings  # with DATA_DIR set to data_dir
         self.data_dir = data_dir
         self.backend = backend
         self.poll_interval = poll_interval
         self.max_crawls = max_crawls
         self.max_queued = max_queued
-        self.seed_policy = seed_policy
-        self.seed_resolver = seed_resolver
+        self.seed_policy = seed_policy or policy_from_settings(settings)
+        self.seed_resolver = seed_resolver or seed_resolver_of(settings)
         self.registry = Registry(data_dir / "serve" / "registry.sqlite")
         self.reader = FrontierReader(settings)
         self.index = PageIndex(data_path(settings, "STORE_INDEX_DIR"))
