@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from crawler import defaults
 from crawler.commands import crawl_frontier
+from crawler.extensions.bound import stats_snapshot_dir
 from crawler.frontier.codec import with_attempts_reset
 from crawler.net.resolver import policy_from_settings
 from crawler.paths import data_path
@@ -305,7 +306,7 @@ class CrawlService:
         if not isinstance(self.backend, LocalBackend):
             return
         for crawl in self.registry.all():
-            if crawl.state not in ENDED:
+            if crawl.state not in ENDED or not self._written_since(crawl):
                 continue
             pid = self._stats(crawl.crawl_id).live_pid
             if pid is None or pid == crawl.pid or not self.backend.runs(crawl.crawl_id, pid):
@@ -313,6 +314,15 @@ class CrawlService:
             logger.info("Crawl %s runs again outside the service (pid %d): following it", crawl.crawl_id, pid)
             self.registry.update(crawl.crawl_id, state="running", pid=pid, stop_requested=0, error=None,
                                  exit_status=None, started_at=time.time(), finished_at=None)
+
+    def _written_since(self, crawl: Crawl) -> bool:
+        """Whether a snapshot of the crawl was written after it ended (a cheap stat of its
+        directory, which each atomic replace touches), before any file is read."""
+        try:
+            changed = stats_snapshot_dir(self.settings, crawl.crawl_id).stat().st_mtime
+        except OSError:
+            return False
+        return changed > (crawl.finished_at or 0) - 1
 
     def close(self) -> None:
         self._stop.set()
