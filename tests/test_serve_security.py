@@ -8,6 +8,7 @@ import os
 import socket
 import stat
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,13 @@ def test_at_most_max_crawls_run_the_rest_queue_then_429(web, tmp_path):
     finally:
         service.stop()
         service.stop_crawls()
+
+
+def test_the_console_cannot_be_framed_and_runs_only_its_own_scripts(service):
+    for path in ("/", "/dashboard.js", "/dashboard.css"):
+        request = urllib.request.Request(service.url + path)
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as answer:
+            headers = answer.headers
+        assert headers["X-Frame-Options"] == "DENY" and headers["X-Content-Type-Options"] == "nosniff"
+        assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+        assert "default-src 'self'" in headers["Content-Security-Policy"]

@@ -1,10 +1,10 @@
-"""The service's HTTP API on FastAPI: routes, the models its OpenAPI document
-(``/openapi.json``) is generated from, the security checks in front of every route, and
-errors as JSON ``{"error": "..."}`` naming the bad part, never a traceback.
+"""The service's HTTP API on FastAPI: routes (their models, in
+:mod:`crawler.service.models`, make the OpenAPI document at ``/openapi.json``), the
+security checks in front of every route, and errors as JSON ``{"error": "..."}`` naming
+the bad part, never a traceback.
 
 The request bodies are read here under ``SERVE_MAX_BODY_BYTES`` and checked by
-:mod:`crawler.service.spec`, whose messages name the bad seed or setting; the pydantic
-models describe the same shapes for the document and its clients.
+:mod:`crawler.service.spec`, whose messages name the bad seed or setting.
 """
 
 from __future__ import annotations
@@ -14,21 +14,32 @@ import json
 import logging
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio.to_thread
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, create_model
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
 from crawler.service.metrics import metrics_registry, metrics_text
+from crawler.service.models import (
+    Activity,
+    CrawlList,
+    CrawlRequest,
+    CrawlView,
+    Created,
+    EmptyBody,
+    Error,
+    Requeued,
+    RequeueRequest,
+    request_body,
+)
 from crawler.service.service import Conflict, NotFound, TooManyCrawls
-from crawler.service.spec import ALLOWED_SETTINGS, BadRequest
+from crawler.service.spec import BadRequest
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -45,91 +56,11 @@ STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
           "/dashboard.js": ("dashboard.js", "text/javascript; charset=utf-8"),
           "/dashboard.css": ("dashboard.css", "text/css; charset=utf-8")}
 _CONTENT_TYPES = {"html": "text/html; charset=utf-8", "text": "text/plain; charset=utf-8"}
-
-
-_NUMBER = Annotated[float, Field(ge=0)]
-_SETTING_TYPES: dict[str, Any] = {"bool": bool, "int": Annotated[int, Field(ge=0)], "number": _NUMBER,
-                                   "numbers": Annotated[list[_NUMBER], Field(min_length=1)]}
-# The settings a crawl may set, each of its type: the model of ALLOWED_SETTINGS.
-CrawlSettings = create_model("CrawlSettings", __config__=ConfigDict(extra="forbid"),
-                             **{name: (_SETTING_TYPES[kind], None)
-                                for name, kind in ALLOWED_SETTINGS.items()})  # type: ignore[call-overload]
-
-
-class CrawlRequest(BaseModel):
-    """``POST /crawls``: seeds (http or https URLs), and optionally scope, max pages and settings."""
-
-    model_config = ConfigDict(extra="forbid")
-    seeds: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1, description="http(s) URLs")
-    scope: Literal["host", "domain", "any"] | None = Field(None, description="the spider's scope argument")
-    max_pages: int | None = Field(None, ge=0)
-    settings: CrawlSettings = Field(default_factory=dict)  # type: ignore[valid-type]
-
-
-class EmptyBody(BaseModel):
-    """A state-changing request with nothing to say: ``{}`` (its JSON type is what counts)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class RequeueRequest(BaseModel):
-    """``POST /crawls/{id}/dead_letters/requeue``: the URLs to queue again; absent: all."""
-
-    model_config = ConfigDict(extra="forbid")
-    urls: list[str] | None = None
-
-
-class Error(BaseModel):
-    error: str
-
-
-class Created(BaseModel):
-    crawl_id: str
-    state: str
-
-
-class CrawlView(BaseModel):
-    crawl_id: str
-    state: str
-    backend: str
-    fetched: int
-    failed: int
-    queued: int
-    stored: int
-    dead_letters: int
-    leased: int
-    waiting: int
-    seen: int
-    hosts_active: int
-    seeds: list[str]
-    scope: str
-    max_pages: int | None
-    settings: dict[str, str]
-    created_at: str | None
-    started_at: str | None
-    finished_at: str | None
-    exit_status: int | None
-    error: str | None
-    elapsed: float | None
-
-
-class CrawlList(BaseModel):
-    crawls: list[CrawlView]
-
-
-class Activity(BaseModel):
-    crawl_id: str
-    samples: list[dict[str, float]]
-    stats: dict[str, Any]
-    bound: dict[str, str] | None
-    hosts: list[dict[str, Any]]
-    dead_letters: list[dict[str, Any]]
-    errors: list[str]
-    log: list[str]
-
-
-class Requeued(BaseModel):
-    requeued: int
+# The console's files: its own scripts and the API only, in no other site's frame (clickjacking).
+_STATIC_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+                   "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
+                   "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+                                              "form-action 'self'"}
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -195,7 +126,7 @@ def json_from_own_origin(gate: Gate) -> Callable[[Request], None]:
     return check
 
 
-async def read_body(request: Request, limit: int) -> bytes:
+async def readrequest_body(request: Request, limit: int) -> bytes:
     """The request's body, refused (``BadRequest``) past ``limit`` bytes. A body up to 8
     times the limit is read to its end first, so that its client hears why, not a broken
     pipe; the read timeout bounds the time that takes."""
@@ -251,13 +182,13 @@ def create_app(service: CrawlService, gate: Gate, token: str, max_body: int, thr
 
     checked = [Depends(json_from_own_origin(gate))]
     refusals: dict[int | str, dict[str, Any]] = {409: {"model": Error}, 429: {"model": Error}}
-    empty = _body(EmptyBody, required=False)
+    empty = request_body(EmptyBody, required=False)
 
-    @app.post("/crawls", status_code=201, response_model=Created, openapi_extra=_body(CrawlRequest),
+    @app.post("/crawls", status_code=201, response_model=Created, openapi_extra=request_body(CrawlRequest),
               dependencies=checked, responses=refusals)
     async def start_crawl(request: Request) -> dict:
         """Start a crawl, or queue it while ``SERVE_MAX_CRAWLS`` run (429 past ``SERVE_MAX_QUEUED``)."""
-        crawl = await run_in_threadpool(service.start_crawl, await read_body(request, max_body))
+        crawl = await run_in_threadpool(service.start_crawl, await readrequest_body(request, max_body))
         return {"crawl_id": crawl.crawl_id, "state": crawl.state}
 
     @app.get("/crawls", response_model=CrawlList)
@@ -274,14 +205,14 @@ def create_app(service: CrawlService, gate: Gate, token: str, max_body: int, thr
               responses=refusals)
     async def stop_crawl(crawl_id: str, request: Request) -> dict:
         """Ask a crawl to close as Ctrl-C does (resumable); a queued one never starts."""
-        _check_empty(await read_body(request, max_body))
+        _check_empty(await readrequest_body(request, max_body))
         return await run_in_threadpool(lambda: service.describe(service.stop_crawl(crawl_id)))
 
     @app.post("/crawls/{crawl_id}/resume", response_model=CrawlView, openapi_extra=empty,
               dependencies=checked, responses=refusals)
     async def resume_crawl(crawl_id: str, request: Request) -> dict:
         """Run an ended crawl again where its frontier left off."""
-        _check_empty(await read_body(request, max_body))
+        _check_empty(await readrequest_body(request, max_body))
         return await run_in_threadpool(lambda: service.describe(service.resume_crawl(crawl_id)))
 
     @app.get("/crawls/{crawl_id}/activity", response_model=Activity)
@@ -290,10 +221,10 @@ def create_app(service: CrawlService, gate: Gate, token: str, max_body: int, thr
         return service.activity(crawl_id)
 
     @app.post("/crawls/{crawl_id}/dead_letters/requeue", response_model=Requeued,
-              openapi_extra=_body(RequeueRequest), dependencies=checked, responses=refusals)
+              openapi_extra=request_body(RequeueRequest), dependencies=checked, responses=refusals)
     async def requeue(crawl_id: str, request: Request) -> dict:
         """Queue dead letters again (an embedded crawl must be stopped first)."""
-        urls = _requeue_urls(await read_body(request, max_body))
+        urls = _requeue_urls(await readrequest_body(request, max_body))
         return {"requeued": await run_in_threadpool(service.requeue, crawl_id, urls)}
 
     @app.get("/pages", responses={200: {"content": {"application/json": {}, "text/html": {},
@@ -311,7 +242,9 @@ def create_app(service: CrawlService, gate: Gate, token: str, max_body: int, thr
         if content is None:
             return JSONResponse(record)
         data = body if isinstance(body, bytes) else (body or "").encode("utf-8")
-        return Response(data, media_type=_CONTENT_TYPES[content])
+        # A crawled page's HTML runs nothing in the service's origin: sandboxed, not sniffed.
+        return Response(data, media_type=_CONTENT_TYPES[content],
+                        headers={"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"})
 
     @app.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
     def metrics() -> Response:
@@ -333,32 +266,8 @@ def _handler(status: int):
 def _static(name: str, media: str):
     def serve() -> Response:
         data = resources.files("crawler.service").joinpath("dashboard", name).read_bytes()
-        return Response(data, media_type=media, headers={"Cache-Control": "no-store"})
+        return Response(data, media_type=media, headers=_STATIC_HEADERS)
     return serve
-
-
-def _body(model: type[BaseModel], required: bool = True) -> dict:
-    """The ``requestBody`` of an operation whose body :func:`read_body` reads itself."""
-    return {"requestBody": {"required": required,
-                            "content": {"application/json": {"schema": _inline(model)}}}}
-
-
-def _inline(model: type[BaseModel]) -> dict:
-    """The model's JSON schema with its ``$defs`` put in place (none is recursive): its
-    ``#/$defs/...`` references would not resolve inside the OpenAPI document."""
-    schema = model.model_json_schema()
-    defs = schema.pop("$defs", {})
-
-    def resolve(node: Any) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                return resolve(defs[node["$ref"].rsplit("/", 1)[1]])
-            return {key: resolve(value) for key, value in node.items()}
-        if isinstance(node, list):
-            return [resolve(value) for value in node]
-        return node
-
-    return resolve(schema)
 
 
 def _check_empty(body: bytes) -> None:
