@@ -89,6 +89,11 @@ def test_a_crawl_through_the_api_ends_finished_with_the_counts_the_store_holds(s
     assert crawl["started_at"] <= crawl["finished_at"]
     status, listed = service.json("GET", "/crawls")
     assert status == 200 and crawl_id in [c["crawl_id"] for c in listed["crawls"]]
+    status, activity = service.json("GET", f"/crawls/{crawl_id}/activity")  # the console's view
+    assert status == 200, activity
+    assert activity["stats"]["status_codes"]["200"] >= crawl["stored"] and activity["stats"]["bytes"] > 0
+    assert activity["bound"] is None and activity["dead_letters"] == []  # ended; none given up
+    assert any("Spider closed (finished)" in line for line in activity["log"])
 
 
 def test_pages_are_found_through_the_index_with_the_url_normalised(service, web, finished):
