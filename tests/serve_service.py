@@ -1,9 +1,11 @@
 """A real ``scrapy serve`` on a free loopback port, started and stopped by the tests."""
+# It listens on port 0 and logs the port it got: no window for another process to take it.
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -13,9 +15,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from redis_server import free_port
-
 REPO = Path(__file__).resolve().parent.parent
+_SERVING = re.compile(r"Serving crawls on http://127\.0\.0\.1:(\d+)/")
 # No proxy: every request of these tests goes to 127.0.0.1.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -31,9 +32,8 @@ class Service:
     def __init__(self, data_dir: Path, env: dict[str, str], **settings: object) -> None:
         self.data_dir = data_dir
         self.env = env
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.command = [sys.executable, "-m", "scrapy", "serve", "--port", str(self.port),
+        self.port = 0  # the one the service gets at its first start, kept by restart()
+        self.command = [sys.executable, "-m", "scrapy", "serve",
                         "-s", f"DATA_DIR={data_dir}", "-s", "SERVE_POLL_INTERVAL=0.2",
                         # As the crawl harness: no soft-404 probe, so fetched counts are the pages.
                         "-s", "TRAP_SOFT_404_PROBE=False"]
@@ -46,19 +46,25 @@ class Service:
         self.output = data_dir / "service.out"
         self.process: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 20) -> Service:
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30) -> Service:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        logged = self.output.stat().st_size if self.output.exists() else 0
         with self.output.open("ab") as out:
-            self.process = subprocess.Popen(self.command, cwd=self.data_dir, env=self.env,
-                                            stdout=out, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen([*self.command, "--port", str(self.port)], cwd=self.data_dir,
+                                            env=self.env, stdout=out, stderr=subprocess.STDOUT)
         for _ in range(int(timeout / 0.1)):
-            try:
-                self.request("GET", "/openapi.json", token=False)
+            serving = _SERVING.search(self.log()[logged:])
+            if serving:
+                self.port = int(serving.group(1))
+                self.request("GET", "/openapi.json", token=False)  # answered (401): it is up
                 return self
-            except OSError:
-                if self.process.poll() is not None:
-                    break
-                time.sleep(0.1)
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.1)
         raise RuntimeError(f"scrapy serve did not start: {self.log()[-3000:]}")
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
