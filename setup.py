@@ -38,6 +38,9 @@ setup(
         "prometheus-client>=0.20,<1",
         # The SURT keys of the CDXJ index written with each WARC file (pywb's and cdxj-indexer's).
         "surt>=0.3.1,<0.4",
+        # scrapy serve's HTTP layer: routing, validation and /openapi.json, on uvicorn.
+        "fastapi>=0.115,<1",
+        "uvicorn>=0.30,<1",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "ruff>=0.6", "moto[server]>=5,<6",
@@ -50,7 +53,9 @@ setup(
                  # redis<3, so .ci/run installs it and wacz in a venv of their own (.venv-archive).
                  "cdxj-indexer>=1.4,<2",
                  # tests/test_items.py checks feed lines against docs/page-item.schema.json.
-                 "jsonschema>=4.18,<5"],
+                 "jsonschema>=4.18,<5",
+                 # scrapy serve's API fuzzed from its /openapi.json; its console driven in chromium.
+                 "schemathesis>=4,<5", "playwright>=1.45,<2"],
         # bench/ compares with these in the same run (bench/parsers.py: selectolax).
         "bench": ["simhash>=2.1.2,<3", "selectolax>=1.0,<2"],
     },

@@ -127,6 +127,8 @@ CRAWL_CONTINUOUS = False
 # --- What bounds the crawl (crawl/bound, once per LOGSTATS_INTERVAL) ---------------------
 # The reactor running this many seconds late on a periodic call means the CPU bounds the crawl.
 BOUND_LAG = 0.05
+# The crawl writes its stats and bound measures to DATA_DIR/crawl-stats/<crawl id>/ this often (s; 0: off).
+CRAWL_STATS_INTERVAL = 2.0
 
 # --- Where data goes ------------------------------------------------------------
 # Absolute directory that relative FRONTIER_DIR, STORE_URI, STORE_SPOOL_DIR, STORE_INDEX_DIR
@@ -241,8 +243,9 @@ FRONTIER_CACHE_KIB = 65536
 # Address and port the API and dashboard listen on (--bind, --port); off loopback, SERVE_TOKEN is required.
 SERVE_BIND = "127.0.0.1"
 SERVE_PORT = 6080
-# With it set, every API request needs "Authorization: Bearer <token>".
-SERVE_TOKEN = ""
+# Every API request needs "Authorization: Bearer <token>". None: one made at the first start and kept in
+# DATA_DIR/serve/token (mode 0600); "" (on a loopback bind only): no token, with a warning.
+SERVE_TOKEN = None
 # Bodies of POST /crawls larger than this (bytes) are refused.
 SERVE_MAX_BODY_BYTES = 1024 * 1024
 # The service reads its crawls' state and counts this often (seconds): the dashboard's sampling rate.
@@ -251,6 +254,19 @@ SERVE_POLL_INTERVAL = 1.0
 SERVE_SCRAPYD_URL = ""
 # The scrapyd project the crawler is deployed as (scrapyd-deploy's, scrapy.cfg's [deploy] project).
 SERVE_SCRAPYD_PROJECT = "crawler"
+# Host names (besides the bind address and localhost) a request's Host and Origin may name the service by.
+SERVE_ALLOWED_HOSTS = []
+# Crawls running at once (0: the machine's cores, at least 2); the rest wait, state "queued".
+SERVE_MAX_CRAWLS = 0
+# Crawls that may wait; past that POST /crawls is refused with 429.
+SERVE_MAX_QUEUED = 20
+# Seconds a request may take to arrive whole, and an idle keep-alive connection is kept.
+SERVE_READ_TIMEOUT = 10.0
+SERVE_IDLE_TIMEOUT = 5.0
+# Threads answering the API's blocking calls at once; connections beyond them wait on the event loop.
+SERVE_THREADS = 16
+# Connections served at once; past that a request gets 503.
+SERVE_MAX_CONNECTIONS = 1000
 
 # --- Feeds, identity and the archive ---------------------------------------------
 # A feed's page items (-o pages.jsonl) carry the page's HTML (base64) too (docs/items.md).

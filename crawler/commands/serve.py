@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 from pathlib import Path
@@ -17,8 +16,11 @@ from scrapy.utils.project import inside_project
 
 from crawler import defaults
 from crawler.commands import check_command_settings
+from crawler.net.resolver import policy_from_settings
+from crawler.service.app import create_app
 from crawler.service.backends import LocalBackend, ScrapydBackend
-from crawler.service.server import ServiceServer
+from crawler.service.security import Gate, is_loopback, seed_resolver, service_token
+from crawler.service.server import listen, serve
 from crawler.service.service import CrawlService
 from crawler.spiders.web import WebSpider
 
@@ -30,15 +32,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def is_loopback(address: str) -> bool:
-    if address == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return False
-
-
 def forwarded_settings(settings: BaseSettings) -> dict[str, str]:
     """The service's own ``-s`` settings that its crawls get too (``REDIS_URL``, a resolver),
     except its own (``SERVE_*``: the token stays out of the crawls' command lines) and
@@ -48,12 +41,19 @@ def forwarded_settings(settings: BaseSettings) -> dict[str, str]:
             and not name.startswith(("SERVE_", "LOG_")) and name not in ("CRAWL_ID", "DATA_DIR")}
 
 
+def max_crawls(settings: BaseSettings) -> int:
+    """``SERVE_MAX_CRAWLS``, or the machine's cores (at least 2) when 0."""
+    return settings.getint("SERVE_MAX_CRAWLS", defaults.SERVE_MAX_CRAWLS) or max(2, os.cpu_count() or 1)
+
+
 class Command(ScrapyCommand):
     """Serves the crawl API (``POST /crawls``, ``GET /crawls[/{id}]``, ``POST
-    /crawls/{id}/stop``, ``GET /pages?url=``), the live dashboard at ``/`` and Prometheus
-    ``/metrics``. Each crawl runs as ``scrapy crawl web`` in a child process (or a scrapyd
-    job with ``SERVE_SCRAPYD_URL``) with the project's settings, this command's ``-s``
-    settings and what its request allows; crawls are kept in ``DATA_DIR/serve/``."""
+    /crawls/{id}/stop`` and ``/resume``, dead letters, ``GET /pages?url=``, its OpenAPI
+    document at ``/openapi.json``), the operator's console at ``/`` and Prometheus
+    ``/metrics``, behind a token. Each crawl runs as ``scrapy crawl web`` in a child
+    process (or a scrapyd job with ``SERVE_SCRAPYD_URL``) with the project's settings, this
+    command's ``-s`` settings and what its request allows; crawls are kept in
+    ``DATA_DIR/serve/``."""
 
     requires_project = False
     requires_crawler_process = False
@@ -62,7 +62,7 @@ class Command(ScrapyCommand):
         return "[--bind ADDRESS] [--port PORT]"
 
     def short_desc(self) -> str:
-        return "Serve the crawl API, dashboard and metrics"
+        return "Serve the crawl API, console and metrics"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
@@ -72,20 +72,58 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args:
             raise UsageError(f"unexpected argument(s): {' '.join(args)}")
-        check_command_settings(self.settings)
         s = self.settings
+        assert s is not None  # set by Scrapy before run()
+        check_command_settings(s)
         configure_logging(s)
         bind = opts.bind or s.get("SERVE_BIND", defaults.SERVE_BIND)
         port = s.getint("SERVE_PORT", defaults.SERVE_PORT) if opts.port is None else opts.port
-        token = s.get("SERVE_TOKEN", defaults.SERVE_TOKEN)
-        if not is_loopback(bind) and not token:
-            raise UsageError(f"--bind {bind} is not a loopback address: set SERVE_TOKEN "
-                             "(-s SERVE_TOKEN=...) so that requests must carry it", print_help=False)
+        setting = s.get("SERVE_TOKEN", defaults.SERVE_TOKEN)
+        if not is_loopback(bind) and setting == "":
+            raise UsageError(f"--bind {bind} is not a loopback address: a token is required there; "
+                             "leave SERVE_TOKEN unset (one is made) or set one", print_help=False)
         data_dir = Path(s.get("DATA_DIR") or os.getcwd()).resolve()
+        try:
+            sock = listen(bind, port)
+        except (OSError, OverflowError) as error:  # OverflowError: a port outside 0-65535
+            said = getattr(error, "strerror", None) or str(error).removeprefix("bind(): ")
+            raise UsageError(f"cannot listen on {bind}:{port}: {said}", print_help=False) from None
+        port = sock.getsockname()[1]
+        service = self._service(s, data_dir)
+        token, made = service_token(setting, data_dir / "serve")
+        url = f"http://{'[' + bind + ']' if ':' in bind else bind}:{port}/"
+        if not token:
+            logger.warning("SERVE_TOKEN is empty: any program on this machine, and any web page its "
+                           "browsers open, may use the API on %s", url)
+        elif made:
+            logger.info("A token was made for the service (kept in %s): open %s#token=%s", data_dir / "serve",
+                        url, token)
+        else:
+            logger.info("The service's token is in %s", data_dir / "serve" / "token")
+        gate = Gate(bind, port, s.getlist("SERVE_ALLOWED_HOSTS", defaults.SERVE_ALLOWED_HOSTS))
+        app = create_app(service, gate, token,
+                         s.getint("SERVE_MAX_BODY_BYTES", defaults.SERVE_MAX_BODY_BYTES),
+                         s.getint("SERVE_THREADS", defaults.SERVE_THREADS))
+        service.start()
+        logger.info("Serving crawls on %s (data in %s, crawls run %s, %d at once)", url, data_dir,
+                    f"on scrapyd {service.backend.url}" if isinstance(service.backend, ScrapydBackend)
+                    else "as child processes", service.max_crawls)
+        try:
+            serve(app, sock, s.getfloat("SERVE_READ_TIMEOUT", defaults.SERVE_READ_TIMEOUT),
+                  s.getfloat("SERVE_IDLE_TIMEOUT", defaults.SERVE_IDLE_TIMEOUT),
+                  s.getint("SERVE_MAX_CONNECTIONS", defaults.SERVE_MAX_CONNECTIONS))
+        finally:
+            logger.info("Service stopped; its crawls go on and a restarted service finds them")
+            sock.close()
+            service.close()
+
+    @staticmethod
+    def _service(s: BaseSettings, data_dir: Path) -> CrawlService:
         settings = s.copy()
         settings.set("DATA_DIR", str(data_dir), priority="cmdline")
         forwarded = forwarded_settings(s)
         scrapyd = s.get("SERVE_SCRAPYD_URL", defaults.SERVE_SCRAPYD_URL)
+        backend: LocalBackend | ScrapydBackend
         if scrapyd:
             backend = ScrapydBackend(scrapyd, s.get("SERVE_SCRAPYD_PROJECT", defaults.SERVE_SCRAPYD_PROJECT),
                                      data_dir, forwarded)
@@ -93,25 +131,10 @@ class Command(ScrapyCommand):
             if inside_project():  # its crawls run with this project's settings
                 check_web_spider(s)
             backend = LocalBackend(data_dir / "serve", data_dir, forwarded)
-        service = CrawlService(settings, data_dir, backend,
-                               s.getfloat("SERVE_POLL_INTERVAL", defaults.SERVE_POLL_INTERVAL))
-        try:
-            server = ServiceServer((bind, port), service, token,
-                                   s.getint("SERVE_MAX_BODY_BYTES", defaults.SERVE_MAX_BODY_BYTES))
-        except (OSError, OverflowError) as error:  # OverflowError: a port outside 0-65535
-            service.close()
-            said = getattr(error, "strerror", None) or str(error).removeprefix("bind(): ")
-            raise UsageError(f"cannot listen on {bind}:{port}: {said}", print_help=False) from None
-        service.start()
-        logger.info("Serving crawls on http://%s:%d/ (data in %s, crawls run %s)", bind, server.server_port,
-                    data_dir, f"on scrapyd {scrapyd}" if scrapyd else "as child processes")
-        try:
-            server.serve_forever(poll_interval=0.5)
-        except KeyboardInterrupt:
-            logger.info("Service stopped; its crawls go on and a restarted service finds them")
-        finally:
-            server.server_close()
-            service.close()
+        return CrawlService(settings, data_dir, backend,
+                            s.getfloat("SERVE_POLL_INTERVAL", defaults.SERVE_POLL_INTERVAL), max_crawls(s),
+                            s.getint("SERVE_MAX_QUEUED", defaults.SERVE_MAX_QUEUED),
+                            policy_from_settings(s), seed_resolver(s))
 
 
 def check_web_spider(settings: BaseSettings) -> None:
@@ -122,4 +145,3 @@ def check_web_spider(settings: BaseSettings) -> None:
         raise UsageError(f"scrapy serve starts the {WebSpider.name!r} spider, and this project's "
                          f"SPIDER_MODULES do not include {package}: add it (SPIDER_MODULES = "
                          f"[..., {package!r}], or -s SPIDER_MODULES=...,{package})", print_help=False)
-

@@ -4,6 +4,7 @@ soon as their headers or their first bytes past the cap do."""
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,17 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import defaults
 from crawler.net.once import OncePerHost
+
+_MIME = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}")
+
+
+def mime_type(content_type: bytes | None) -> str:
+    """A Content-Type's MIME type for a stat name: ``none`` when absent, ``other`` when
+    it is not one (a hostile server's header makes no unbounded stat name)."""
+    if not content_type:
+        return "none"
+    mime = content_type.split(b";", 1)[0].strip().lower().decode("latin-1")
+    return mime if _MIME.fullmatch(mime) else "other"
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -52,7 +64,7 @@ class HtmlOnlyMiddleware:
 
     Requests with ``meta["html_only"] = False`` and robots.txt requests
     (``dont_obey_robotstxt``) are never stopped. Stats: ``content/dropped/not_html``,
-    ``content/dropped/too_large``.
+    ``content/dropped/too_large``, and ``content/dropped_type/<MIME type>`` for each.
     """
 
     def __init__(self, stats: StatsCollector, content_types: list[str], max_bytes: int) -> None:
@@ -135,6 +147,7 @@ class HtmlOnlyMiddleware:
         if reason is None or response.status >= 300:
             return response
         self.stats.inc_value(f"content/dropped/{reason}")
+        self.stats.inc_value(f"content/dropped_type/{mime_type(response.headers.get(b'Content-Type'))}")
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
         if reason == "too_large" and self._said.first(urlparse_cached(request).hostname or ""):
             logger.info("Dropped %s: larger than DOWNLOAD_MAXSIZE (%d bytes; said once per host)",

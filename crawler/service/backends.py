@@ -40,14 +40,15 @@ def crawl_arguments(crawl: Crawl, seeds: str, data_dir: Path,
     return pairs + [("s", f"{name}={value}") for name, value in settings.items()]
 
 
-def verdict(log: str, stop_requested: bool) -> tuple[str, str | None]:
+def verdict(log: str, stop_requested: bool, exit_status: int | None = None) -> tuple[str, str | None]:
     """(state, error) of a crawl that ended with ``log``: finished when Scrapy closed the
-    spider for a reason other than a shutdown, stopped when asked to, else failed with the
-    log's tail."""
+    spider for a reason other than a shutdown, stopped when asked to (and it closed, or
+    was stopped while starting, before its spider opened: exit 0, or the SIGINT itself),
+    else failed with the log's tail."""
     closed = _CLOSED.findall(log)
     if closed and closed[-1] != "shutdown":
         return "finished", None
-    if stop_requested and closed:
+    if stop_requested and (closed or exit_status in (0, -signal.SIGINT)):
         return "stopped", None
     return "failed", log[-LOG_TAIL_BYTES:] or "no log"
 
@@ -66,6 +67,9 @@ class LocalBackend:
         if not inside_project():  # the service started outside a project: the crawler's own settings
             self.env["SCRAPY_SETTINGS_MODULE"] = "crawler.settings"
         self._children: dict[str, subprocess.Popen] = {}
+
+    def check(self, spec: dict) -> None:
+        """Any crawl request the checks of :mod:`crawler.service.spec` pass can run here."""
 
     def log_path(self, crawl_id: str) -> Path:
         return self.service_dir / "logs" / f"{crawl_id}.log"
@@ -90,11 +94,17 @@ class LocalBackend:
         child = self._children.get(crawl.crawl_id)
         if child is not None:
             return child.poll() is None
-        try:  # started by an earlier run of the service: is that pid still this crawl?
-            cmdline = Path(f"/proc/{crawl.pid}/cmdline").read_bytes()
+        return crawl.pid is not None and self.runs(crawl.crawl_id, crawl.pid)
+
+    @staticmethod
+    def runs(crawl_id: str, pid: int) -> bool:
+        """Whether process ``pid`` is a run of crawl ``crawl_id`` (its command line sets
+        ``CRAWL_ID``): one started by an earlier run of the service, or outside it."""
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             return False
-        return f"CRAWL_ID={crawl.crawl_id}".encode() in cmdline.split(b"\0")
+        return f"CRAWL_ID={crawl_id}".encode() in cmdline.split(b"\0")
 
     def stop(self, crawl: Crawl) -> None:
         if crawl.pid and self._alive(crawl):
@@ -105,8 +115,9 @@ class LocalBackend:
         if self._alive(crawl):
             return None
         child = self._children.pop(crawl.crawl_id, None)
-        state, error = verdict(self.log(crawl), crawl.stop_requested)
-        return {"state": state, "error": error, "exit_status": None if child is None else child.returncode}
+        exit_status = None if child is None else child.returncode
+        state, error = verdict(self.log(crawl), crawl.stop_requested, exit_status)
+        return {"state": state, "error": error, "exit_status": exit_status}
 
     def log(self, crawl: Crawl) -> str:
         try:
@@ -142,15 +153,19 @@ class ScrapydBackend:
             raise RuntimeError(f"scrapyd {endpoint}: {answer.get('message', answer)}")
         return answer
 
-    def start(self, crawl: Crawl) -> dict:
-        """Schedule the job; it stays queued until scrapyd runs it."""
-        if any("," in seed for seed in crawl.spec["seeds"]):
+    def check(self, spec: dict) -> None:
+        """``BadRequest`` for a crawl scrapyd cannot be given."""
+        if any("," in seed for seed in spec["seeds"]):
             raise BadRequest("scrapyd takes seeds as one comma-separated field: a seed with a comma "
                              "cannot go through it")
+
+    def start(self, crawl: Crawl) -> dict:
+        """Schedule the job; it stays queued until scrapyd runs it."""
         fields = [("project", self.project), ("spider", "web"), ("jobid", crawl.crawl_id)]
         seeds = ",".join(crawl.spec["seeds"])
         for kind, text in crawl_arguments(crawl, seeds, self.data_dir, self.forwarded):
-            fields.append(("setting", text) if kind == "s" else tuple(text.split("=", 1)))
+            name, _, value = text.partition("=")
+            fields.append(("setting", text) if kind == "s" else (name, value))
         return {"job": self._call("schedule.json", fields)["jobid"]}
 
     def stop(self, crawl: Crawl) -> None:

@@ -1,16 +1,19 @@
 """A crawl's numbers, read from its frontier (embedded state file or Redis), never from
 the crawl process: fetched, failed, queued, stored, dead letters, hosts, fetch times."""
+# The embedded readers here are read-only SQL on the state file, which the running crawl holds.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from crawler.frontier.api import FETCH_SECONDS_BUCKETS
+from crawler.frontier.codec import ATTEMPTS_META
 from crawler.frontier.connection import redis_clients, uses_redis
-from crawler.frontier.embedded_store import read_counts, read_host_queues
+from crawler.frontier.embedded_store import DEAD, LEASED, QUEUED, WAITING, read_counts, read_host_queues
 from crawler.frontier.redis import RedisFrontier
 from crawler.frontier.sharded import ShardedRedisFrontier, open_redis_frontier
 from crawler.paths import embedded_frontier_path
@@ -21,7 +24,6 @@ if TYPE_CHECKING:
 # The integers GET /crawls/{id} reports, all present (0 before the frontier exists).
 COUNT_NAMES = ("fetched", "failed", "queued", "stored", "dead_letters", "leased", "waiting", "seen",
                "hosts_active")
-_BOUND = re.compile(r"\] INFO: Crawl bound: (\w+) \((.*)\)$", re.M)
 _LOG_PROBLEM = re.compile(r"^\S+ \S+ \[[^\]]+\] (ERROR|WARNING): (.*)$", re.M)
 
 
@@ -52,7 +54,7 @@ class FrontierReader:
     def counts(self, crawl_id: str) -> dict:
         """The counts of ``COUNT_NAMES`` and the fetch-time histogram's raw counters."""
         raw = self.raw(crawl_id)
-        counts = {name: int(raw.get(name, 0)) for name in COUNT_NAMES}
+        counts: dict[str, Any] = {name: int(raw.get(name, 0)) for name in COUNT_NAMES}
         counts["hosts_active"] = int(raw.get("hosts/active", 0))  # every backend's gauge
         counts["fetch_seconds"] = {key.split("/", 1)[1]: value for key, value in raw.items()
                                    if key.startswith("fetch_seconds/")}
@@ -69,6 +71,53 @@ class FrontierReader:
                 queues = []
         return [{"host": host, "queued": n} for host, n in queues]
 
+    def hosts(self, crawl_id: str, limit: int = 20) -> list[dict]:
+        """The top hosts by URLs queued: queued, in flight, next allowed fetch (epoch
+        seconds), backoff (seconds) and errors (URLs waiting for a retry or given up).
+        On Redis only the queue lengths are read (a scan): the rest is null."""
+        if self.redis:
+            return [{**row, "in_flight": None, "next_allowed": None, "backoff": None, "errors": None}
+                    for row in self.host_queues(crawl_id, limit)]
+        try:
+            rows = _read_only(embedded_frontier_path(self.settings, crawl_id), _HOSTS_SQL,
+                              (QUEUED, LEASED, WAITING, DEAD, limit))
+        except sqlite3.OperationalError:
+            return []
+        return [{"host": host, "queued": queued, "in_flight": leased, "next_allowed": next_allowed or None,
+                 "backoff": backoff, "errors": errors} for host, queued, leased, errors, next_allowed, backoff
+                in rows]
+
+    def dead_letters(self, crawl_id: str, limit: int = 100) -> list[dict]:
+        """The crawl's last ``limit`` dead letters: URL, reason, attempts, when (epoch s)."""
+        if self.redis:
+            letters = [(d.request, d.error, d.at) for d in self._redis_frontier(crawl_id).dead_letters()]
+        else:
+            try:
+                letters = _read_only(embedded_frontier_path(self.settings, crawl_id), _DEAD_SQL, ())
+            except sqlite3.OperationalError:
+                letters = []
+        out = []
+        for request, error, at in letters[-limit:]:
+            stored = json.loads(request)
+            out.append({"url": stored["url"], "reason": error, "at": at,
+                        "attempts": stored.get("meta", {}).get(ATTEMPTS_META, 0)})
+        return out
+
+
+_HOSTS_SQL = """
+SELECT h.name, sum(u.state = ?1), sum(u.state = ?2), sum(u.state IN (?3, ?4)), h.next_allowed, h.backoff
+FROM urls u JOIN hosts h ON h.id = u.host_id GROUP BY u.host_id
+ORDER BY sum(u.state = ?1) DESC, sum(u.state = ?2) DESC, h.name LIMIT ?5"""
+_DEAD_SQL = "SELECT u.request, d.error, d.at FROM dead_letters d JOIN urls u ON u.fp = d.fp ORDER BY d.at"
+
+
+def _read_only(path: object, sql: str, args: tuple) -> list[tuple]:
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return db.execute(sql, args).fetchall()
+    finally:
+        db.close()
+
 
 def histogram(fetch_seconds: dict[str, int]) -> tuple[list[tuple[str, int]], float]:
     """Cumulative (upper bound, count) buckets ending with ``+Inf``, and the sum in seconds,
@@ -84,10 +133,3 @@ def histogram(fetch_seconds: dict[str, int]) -> tuple[list[tuple[str, int]], flo
 def recent_problems(log: str, limit: int = 10) -> list[str]:
     """The last ``limit`` ERROR and WARNING lines of a crawl's log."""
     return [f"{level}: {message}" for level, message in _LOG_PROBLEM.findall(log)][-limit:]
-
-
-def latest_bound(log: str) -> dict | None:
-    """The last verdict of what bounds the crawl (``crawler.extensions.bound`` logs one per
-    ``LOGSTATS_INTERVAL``), or None before the first."""
-    found = _BOUND.findall(log)
-    return {"bound": found[-1][0], "detail": found[-1][1]} if found else None

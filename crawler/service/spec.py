@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from scrapy.settings import Settings
+from scrapy.settings import BaseSettings
 
 from crawler.config import setting_problems
 from crawler.spiders.arguments import ArgumentError, check_arguments
@@ -54,13 +54,15 @@ def _as_setting(value: Any) -> str:
     return str(value)
 
 
-def parse_spec(body: bytes, base: Settings) -> dict:
+def parse_spec(body: bytes, base: BaseSettings) -> dict:
     """The crawl a ``POST /crawls`` body asks for, as ``{"seeds": [...], "scope": ...,
     "max_pages": N, "settings": {NAME: text}}``; raises :class:`BadRequest`."""
     try:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise BadRequest(f"the body is not JSON: {error}") from None
+    except RecursionError:  # the C decoder's guard against deep nesting
+        raise BadRequest("the body's JSON is nested too deeply") from None
     if not isinstance(data, dict):
         raise BadRequest("the body must be a JSON object with \"seeds\"")
     unknown = sorted(set(data) - set(FIELDS))
