@@ -237,3 +237,9 @@ SERVE_POLL_INTERVAL = 1.0
 SERVE_SCRAPYD_URL = ""
 # The scrapyd project the crawler is deployed as (scrapyd-deploy's, scrapy.cfg's [deploy] project).
 SERVE_SCRAPYD_PROJECT = "crawler"
+
+# --- Text ---------------------------------------------------------------------------
+# The text stored, hashed and deduplicated: "main" (the page's main content: article,
+# documentation body, listing) or "visible" (all visible text but navigation, header,
+# footer and sidebars).
+TEXT_EXTRACTION = "main"

@@ -1,0 +1,337 @@
+"""The page's main content: the article, the documentation body, the listing; not its chrome.
+
+Rules over the tree the crawler parsed once (resiliparse/Lexbor), then the same C text
+walk as the visible text, told to skip the elements the rules marked. No recursion over
+the tree's depth: every step is a C-level selector query, or a walk along a parent
+chain or a sibling list. What each rule buys on real pages: ``docs/text.md``
+(``bench/text_quality.py``).
+
+1. **Boilerplate names.** Elements whose class or id has a token naming a widget
+   (comments, share and social buttons, related or recommended stories, newsletter,
+   ads, tags, breadcrumbs, author boxes, galleries) or a layout part (sidebar,
+   navigation, menu, footer) are skipped, unless they hold the core; layout parts in
+   the flow of the core's text are its own (a documentation page's ``aside.sidebar``).
+2. **Core.** Prose blocks (``p``, ``pre``, ``td``, ``blockquote`` of 25 characters or
+   more, and elements whose text is split by ``<br>``) vote for their container and
+   half of that for its parent, as readability does: one point, one per comma, one per
+   100 characters up to three; a block inside boilerplate votes a quarter. Scores move
+   25 by class/id vocabulary and are scaled by the share of non-link text; the best
+   container is the *core*.
+3. **Root.** The innermost landmark that holds the core (``article`` or
+   ``[itemprop=articleBody]``, else ``main`` or ``[role=main]``): authors who mark their
+   main content are believed. Without one, the core. A page with one ``main`` landmark
+   and no article is its landmark, without a vote. Everything outside the root is
+   skipped (the siblings of the root and of each of its ancestors: an ancestor is never
+   skipped, so a ``<header>`` left open around the whole body keeps it).
+4. **Periphery.** Within the root, the siblings of the core and of its ancestors that
+   are short (under 30 words: headline, dateline, photo credits, "Advertisement") or
+   mostly link text (related stories) are skipped.
+5. **Link lists.** Lists, tables, navigation, asides, headers and footers of the root
+   whose text is mostly link text are skipped, unless together they are most of the
+   root's text: then the page is a listing (an index, a home page) and its links are
+   its content. Links to the page itself (``#fragment``: a table of contents) are not
+   link text.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from dataclasses import dataclass
+
+from resiliparse.extract.html2text import extract_plain_text
+from resiliparse.parse.html import DOMNode, HTMLTree
+
+from crawler.extract.html import BASE_SKIP, extract_text, lines, uncached_nodes, word_count
+
+#: The attribute an element to skip is marked with.
+MARK = "data-crawler-skip"
+_MARKED = f"[{MARK}]"
+_SKIP = [*BASE_SKIP, _MARKED]
+_LAYOUT_MARKED = f"[{MARK}=layout]"
+
+_VOTERS = "p, pre, td, blockquote"
+_VOTER_TAGS = frozenset(("p", "pre", "td", "blockquote"))
+_MARKED_VOTERS = ", ".join(f"{_MARKED} {tag}, {tag}{_MARKED}" for tag in sorted(_VOTER_TAGS))
+_VOTER_MIN_CHARS = 25
+_LANDMARKS = ("article, [itemprop=articleBody]", "main, [role=main]")
+_OUTWARD_LINKS = 'a[href]:not([href^="#"])'
+_LINK_BLOCKS = "ul, ol, nav, aside, table, menu, header, footer"
+
+#: Class/id words of boilerplate: a token names boilerplate when one of its ``-``/``_``
+#: separated parts, or two adjacent parts, is one of these (``comments-area``,
+#: ``c-social-buttons``, ``read-more``; not ``commentary`` or ``shareholders``). Widgets
+#: are boilerplate wherever they are; layout words say where a block sits on the page,
+#: and inside the core, among its paragraphs, they are the text's own (a documentation
+#: page's ``aside.sidebar``).
+WIDGET_WORDS = frozenset((
+    "comment", "comments", "disqus", "respond", "reply", "share", "sharing", "sharer", "social",
+    "related", "recommended", "recommendations", "newsletter", "subscribe", "subscription",
+    "signup", "promo", "advert", "advertisement", "ad", "ads", "sponsor", "sponsored", "outbrain",
+    "taboola", "tags", "taglist", "breadcrumb", "breadcrumbs", "bio", "authorbox", "popular",
+    "trending", "readmore", "widget", "cookie", "consent", "modal", "popup", "pagination", "pager",
+    "print", "byline", "meta", "dateline", "toolbar", "tools", "follow", "donate", "gallery",
+    "carousel", "slideshow", "read-more", "more-stories", "skip-link", "sr-only", "visually-hidden",
+    "screen-reader",
+))
+LAYOUT_WORDS = frozenset(("sidebar", "nav", "navbar", "navigation", "menu", "footer"))
+WIDGET, LAYOUT = "widget", "layout"
+#: Class and id attributes as the tree serialises them (always double-quoted): two
+#: patterns with a literal prefix scan 40% faster than one with an alternation.
+_CLASS_OR_ID = (("class", re.compile(' class="([^"]*)"')), ("id", re.compile(' id="([^"]*)"')))
+#: Class/id words of containers of content and of noise (readability's): +/- 25 votes.
+_CONTENT_WORDS = re.compile(r"article|body|content|entry|main|page|post|story|text|blog", re.IGNORECASE)
+_NOISE_WORDS = re.compile(
+    r"comment|footer|related|sidebar|share|social|widget|sponsor|promo|banner|nav|menu|meta|tags?\b",
+    re.IGNORECASE)
+
+#: A main text of fewer words is not plausible: the visible text is taken when it has more.
+PLAUSIBLE_WORDS = 10
+#: What a prose block inside a block named boilerplate counts for in the vote.
+BOILER_VOTE = 0.25
+#: A sibling of the core's chain with fewer words is periphery (headline, credits).
+PERIPHERY_WORDS = 30
+#: A block is a link block when its link text is over this share of its text.
+LINK_DENSITY = 0.5
+#: When link blocks hold more than this share of the root's text, the page is a listing.
+LISTING_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class MainText:
+    """The page's main text, and whether it is the visible text for want of a plausible main."""
+
+    text: str
+    fallback: bool = False
+
+
+def _class_and_id(node: DOMNode) -> str:
+    return f"{node.getattr('class') or ''} {node.getattr('id') or ''}"
+
+
+def _chars(text: str) -> int:
+    """Characters of ``text`` but spaces, tabs and line breaks (three passes in C, where
+    collapsing the whitespace of a 50 KB documentation body costs 0.3 ms)."""
+    return len(text) - text.count(" ") - text.count("\n") - text.count("\t")
+
+
+def _link_chars(node: DOMNode) -> int:
+    """Characters of ``node``'s text inside links to other pages (not ``#fragment``)."""
+    return sum(_chars(link.text) for link in node.query_selector_all(_OUTWARD_LINKS).values())
+
+
+def _text_chars(node: DOMNode) -> int:
+    return _chars(node.text)
+
+
+def _mark(node: DOMNode) -> None:
+    node.setattr(MARK, "")
+
+
+def _is_marked(node: DOMNode) -> bool:
+    """Whether ``node`` is marked, or inside a marked element."""
+    return node.closest(_MARKED) is not None
+
+
+def _named(parts: list[str], words: frozenset[str]) -> bool:
+    return any(part in words for part in parts) or (
+        len(parts) > 1 and any(f"{a}-{b}" in words for a, b in itertools.pairwise(parts)))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def names_boilerplate(token: str) -> str | None:
+    """``WIDGET`` or ``LAYOUT`` when a class or id token names boilerplate, else None."""
+    parts = token.lower().replace("_", "-").split("-")
+    if _named(parts, WIDGET_WORDS):
+        return WIDGET
+    return LAYOUT if _named(parts, LAYOUT_WORDS) else None
+
+
+def mark_boilerplate(body: DOMNode) -> None:
+    """Mark the elements of ``body`` whose class or id has a token naming boilerplate,
+    ``MARK=layout`` where the only such tokens are layout words.
+
+    The tokens are found by one regex pass over the serialised HTML and one over its
+    distinct tokens, then asked for by exact token (``[class~="share-bar"]``): a
+    selector of substring matches (``[class*=share i]``) for every word costs 3 ms a
+    page on the Python docs, this 1 ms."""
+    html = body.html
+    selectors: dict[str | None, list[str]] = {WIDGET: [], LAYOUT: [], None: []}
+    for attribute, pattern in _CLASS_OR_ID:
+        for token in set(" ".join(pattern.findall(html)).split()):
+            if "\\" not in token:
+                selectors[names_boilerplate(token)].append(f'[{attribute}~="{token}"]')
+    for kind, value in ((LAYOUT, LAYOUT), (WIDGET, "")):
+        if selectors[kind]:
+            for node in body.query_selector_all(", ".join(selectors[kind])).values():
+                node.setattr(MARK, value)
+
+
+def _spare_layout(core: DOMNode) -> None:
+    """Unmark the blocks of the core that are named by layout words alone, sit between
+    two of its blocks and are not mostly links: in the flow of the text they are its
+    own (a documentation page's ``aside.sidebar``); a content column's own sidebar comes
+    first or last, or is a list of links."""
+    for node in core.query_selector_all(_LAYOUT_MARKED).values():
+        if node.previous_element_sibling is None or node.next_element_sibling is None:
+            continue
+        chars = _text_chars(node)
+        if chars and _link_chars(node) <= LINK_DENSITY * chars:
+            node.delattr(MARK)
+
+
+def _unmark_holders(core: DOMNode) -> None:
+    """Unmark the elements that hold the core: a wrapper named ``has-sidebar`` or
+    ``modal-enabled`` is no sidebar when the article is in it."""
+    holder = core.closest(_MARKED)
+    while holder is not None:
+        holder.delattr(MARK)
+        holder = holder.closest(_MARKED)
+
+
+def _vote(votes: dict[DOMNode, float], container: DOMNode, text: str, weight: float) -> None:
+    """One prose block's votes: to its container, and half of them to the container's parent."""
+    score = weight * (1 + text.count(",") + min(len(text) // 100, 3))
+    votes[container] = votes.get(container, 0.0) + score
+    grand = container.parent
+    if grand is not None and grand.type == container.type:
+        votes[grand] = votes.get(grand, 0.0) + score / 2
+
+
+def _votes(body: DOMNode) -> dict[DOMNode, float]:
+    """Each container's votes from the prose blocks it holds (readability's scores). Text
+    split by ``<br>`` rather than paragraphs votes for the element that holds it."""
+    votes: dict[DOMNode, float] = {}
+    in_boilerplate = set(body.query_selector_all(_MARKED_VOTERS).values())
+    for block in body.query_selector_all(_VOTERS).values():
+        text = block.text.strip()
+        parent = block.parent
+        if len(text) >= _VOTER_MIN_CHARS and parent is not None:
+            _vote(votes, parent, text, BOILER_VOTE if block in in_boilerplate else 1.0)
+    broken = {br.parent for br in body.query_selector_all("br").values()}
+    for holder in broken:
+        if holder is None or holder.tag in _VOTER_TAGS or holder.tag in ("body", "html"):
+            continue  # a paragraph's line breaks: voted for already
+        text = holder.text.strip()
+        if len(text) >= _VOTER_MIN_CHARS:
+            _vote(votes, holder, text, BOILER_VOTE if _is_marked(holder) else 1.0)
+    return votes
+
+
+def _core(votes: dict[DOMNode, float]) -> DOMNode | None:
+    """The container the most prose votes for (readability's candidate), or None: the
+    votes plus or minus 25 by class/id vocabulary, times the share of non-link text.
+    That share only lowers a score, so candidates are weighed best first until the
+    next one's unweighed score cannot win (the link walk is the costly part)."""
+    ranked = []
+    for node, score in votes.items():
+        words = _class_and_id(node)
+        ranked.append((score + 25 * (bool(_CONTENT_WORDS.search(words)) - bool(_NOISE_WORDS.search(words))),
+                       node))
+    ranked.sort(key=lambda item: -item[0])
+    best, best_score = None, 0.0
+    for score, node in ranked:
+        if score <= best_score:
+            break
+        chars = _text_chars(node)
+        if chars:
+            score *= 1 - min(1.0, _link_chars(node) / chars)
+        if score > best_score:
+            best, best_score = node, score
+    return best
+
+
+def _root(core: DOMNode) -> DOMNode:
+    """The innermost landmark that holds the core, else the core."""
+    for landmarks in _LANDMARKS:
+        landmark = core.closest(landmarks)
+        if landmark is not None:
+            return landmark
+    return core
+
+
+def _chain_siblings(node: DOMNode, top: DOMNode) -> list[DOMNode]:
+    """The element siblings of ``node`` and of each of its ancestors below ``top``."""
+    siblings = []
+    while node != top:
+        parent = node.parent
+        if parent is None:
+            break
+        sibling = parent.first_element_child
+        while sibling is not None:
+            if sibling != node:
+                siblings.append(sibling)
+            sibling = sibling.next_element_sibling
+        node = parent
+    return siblings
+
+
+def _mark_periphery(root: DOMNode, core: DOMNode) -> None:
+    """Mark the siblings of the core's chain within the root that are short or links."""
+    for sibling in _chain_siblings(core, root):
+        text = sibling.text
+        words = len(text.split())
+        if words and (words < PERIPHERY_WORDS or _link_chars(sibling) > LINK_DENSITY * _chars(text)):
+            _mark(sibling)
+
+
+def _mark_link_blocks(root: DOMNode, core: DOMNode) -> None:
+    """Mark the link blocks of ``root`` (outside the core's chain), unless they are most
+    of it (a listing). Only the outermost of nested blocks is looked at: no subtree is
+    walked twice."""
+    total = _text_chars(root)
+    dense: list[DOMNode] = []
+    dense_chars = 0
+    outer: DOMNode | None = None
+    for node in root.query_selector_all(_LINK_BLOCKS).values():
+        if (outer is not None and outer.contains(node)) or node.contains(core):
+            continue
+        outer = node
+        chars = _text_chars(node)
+        if chars and _link_chars(node) > LINK_DENSITY * chars:
+            dense.append(node)
+            dense_chars += chars
+    if dense and dense_chars <= LISTING_SHARE * total:
+        for node in dense:
+            _mark(node)
+
+
+def main_text(tree: HTMLTree) -> str:
+    """The page's main text, one line per block ("" when the page has no prose)."""
+    body = tree.body
+    if body is None:
+        return ""
+    with uncached_nodes():
+        mark_boilerplate(body)
+        mains = body.query_selector_all(_LANDMARKS[1])
+        if len(mains) == 1 and not len(body.query_selector_all(_LANDMARKS[0])):
+            root = core = next(iter(mains.values()))
+            _unmark_holders(core)
+        else:
+            votes = _votes(body)
+            core = _core(votes)
+            if core is None:
+                return ""
+            _unmark_holders(core)
+            root = _root(core)
+        _spare_layout(core)
+        for outside in _chain_siblings(root, body):
+            _mark(outside)
+        if root != core:
+            _mark_periphery(root, core)
+        _mark_link_blocks(root, core)
+    raw = extract_plain_text(tree, preserve_formatting=True, list_bullets=False, alt_texts=False,
+                             skip_elements=_SKIP)
+    return lines(raw)
+
+
+def extract_main(tree: HTMLTree) -> MainText:
+    """The main text, or the visible text when the main pass finds nothing plausible
+    (fewer than ``PLAUSIBLE_WORDS`` words, and the visible text has more)."""
+    text = main_text(tree)
+    words = word_count(text)
+    if words >= PLAUSIBLE_WORDS:
+        return MainText(text)
+    visible = extract_text(tree)
+    return MainText(visible, True) if word_count(visible) > words else MainText(text)
