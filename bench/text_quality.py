@@ -12,9 +12,13 @@ Run from the repo root: ``python bench/text_quality.py`` (peers from ``pip insta
 
 Per extractor: word precision, recall and F1 (lowercase ``\\w+`` tokens as multisets,
 summed over pages: micro; and the mean per page), the share of pages whose simhash
-(``crawler.dedup.simhash``) is within 3 bits of the true text's, empty texts, and CPU
+(``content_fingerprint``, as content seen computes it) is within 3 bits of the true
+text's, empty texts, and CPU
 per page (``time.process_time``, the page's parse included, each extractor timed over
-the same pages in turn), with its ratio to ours. Every loop is bounded by the page sets.
+the same pages in turn), with its ratio to ours. Then the syndication test
+(``tests/syndication.py``): the same article in two sites' templates must be a
+near-duplicate, two articles in one template must not. Every loop is bounded by the
+page sets.
 """
 
 from __future__ import annotations
@@ -32,11 +36,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
 
 from common import fmt_table, machine  # noqa: E402
+from syndication import article, pairs  # noqa: E402
 from w3lib.encoding import html_to_unicode  # noqa: E402
 
-from crawler.dedup.simhash import hamming, text_fingerprint  # noqa: E402
+from crawler.dedup.simhash import content_fingerprint, hamming, text_fingerprint  # noqa: E402
 from crawler.extract.html import extract_text, parse_html  # noqa: E402
 from crawler.extract.main import extract_main  # noqa: E402
 
@@ -155,7 +161,7 @@ class Score:
         self.true += n_want
         self.precisions.append(shared / n_got if n_got else 0.0)
         self.recalls.append(shared / n_want if n_want else 1.0)
-        self.near += hamming(text_fingerprint(text), text_fingerprint(truth)) <= 3
+        self.near += hamming(content_fingerprint(text), content_fingerprint(truth)) <= 3
         self.empty += not text.strip()
         self.pages += 1
         self.worst.append((_f1(self.precisions[-1], self.recalls[-1]), name))
@@ -206,6 +212,40 @@ def report(title: str, samples: Sequence[Sample], with_peers: bool, show_worst: 
                 print(f"  {f1:.3f} {name}")
 
 
+SYNDICATED = 40
+FINGERPRINTS = (("content_fingerprint", content_fingerprint), ("text_fingerprint", text_fingerprint))
+
+
+def syndication(samples: Sequence[Sample], with_peers: bool) -> None:
+    """Each of the first 40 articles in two other pages' templates (a syndicated pair,
+    tests/syndication.py) and two different articles in one template (a control pair):
+    how many pairs each text puts within ``SIMHASH_MAX_DISTANCE`` (3) bits, by the
+    crawler's fingerprint (``content_fingerprint``) and by the plain one."""
+    from crawler import defaults
+
+    articles = [found for s in samples if (found := article(s.name, s.html, s.truth)) is not None]
+    syndicated, control = pairs(articles, SYNDICATED)
+    extractors = {"ours (main, default)": lambda b: extract_main(parse_html(b)).text,
+                  "ours (visible)": lambda b: extract_text(parse_html(b))}
+    if with_peers:
+        extractors.update({label: (lambda b, f=f: f(Sample("", b, "utf-8", b.decode(), "")))
+                           for label, f in peers().items()})
+    limit = defaults.SIMHASH_MAX_DISTANCE
+    rows = []
+    for label, extract in extractors.items():
+        texts = ([(extract(a), extract(b)) for a, b in syndicated],
+                 [(extract(a), extract(b)) for a, b in control])
+        for rule, fingerprint in FINGERPRINTS:
+            same, other = ([hamming(fingerprint(a), fingerprint(b)) for a, b in group] for group in texts)
+            rows.append([label, rule, f"{sum(d <= limit for d in same)}/{len(same)}",
+                         f"{sum(d <= limit for d in other)}/{len(other)}",
+                         f"{sorted(same)[len(same) // 2]}", f"{min(other)}"])
+    print(f"\nSyndication: {len(syndicated)} pairs of one article in two templates, {len(control)} pairs "
+          f"of two articles in one template; near = within {limit} bits\n")
+    print(fmt_table(["text", "fingerprint", "syndicated caught", "false near-duplicates",
+                     "median bits (syndicated)", "fewest bits (different)"], rows))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--benchmark", type=Path, default=BENCHMARK, help="article benchmark directory")
@@ -216,7 +256,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(machine())
     if (args.benchmark / "ground-truth.json").is_file():
-        report("Article extraction benchmark", benchmark_pages(args.benchmark), not args.no_peers, args.worst)
+        samples = benchmark_pages(args.benchmark)
+        report("Article extraction benchmark", samples, not args.no_peers, args.worst)
+        syndication(samples, not args.no_peers)
     else:
         print(f"{args.benchmark}: no ground-truth.json, article benchmark skipped")
     if (args.docs / "index.html").is_file():
