@@ -36,6 +36,8 @@ setup(
         "isal>=1.7,<2",
         # scrapy serve's /metrics, in Prometheus's text format.
         "prometheus-client>=0.20,<1",
+        # A page's language when it declares none: langid.py's model ships in the wheel.
+        "py3langid>=0.3,<0.5",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "ruff>=0.6", "moto[server]>=5,<6",
@@ -45,7 +47,9 @@ setup(
                  # tests/test_urls_from_network.py fuzzes the link and redirect paths.
                  "hypothesis>=6.100"],
         # bench/ compares with these in the same run (bench/parsers.py: selectolax).
-        "bench": ["simhash>=2.1.2,<3", "selectolax>=1.0,<2"],
+        "bench": ["simhash>=2.1.2,<3", "selectolax>=1.0,<2",
+                  # bench/text_quality.py: the main-content extractors we are compared with.
+                  "trafilatura>=2.0,<3", "readability-lxml>=0.8,<1"],
     },
     entry_points={
         # scrapyd and scrapyd-deploy find the project settings here.

@@ -54,6 +54,8 @@ class Page:
     # What the page waits for before it is safe: its files' uploads (S3) or its fsync
     # batch (a local disk); its URL is acked only once they are (crawler.signals.store_safe).
     awaiting_store: list[str] = field(default_factory=list)
+    lang: str | None = None  # declared (<html lang>, Content-Language), else detected from the text
+    published: str | None = None  # ISO 8601 date the page states for itself (metadata, JSON-LD)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from w3lib.url import safe_url_string
 
 from crawler.extract.html import extract_head, extract_hrefs, extract_text, parse_html
 from crawler.extract.main import MainText, extract_main
+from crawler.extract.meta import page_language, published_date
 from crawler.items import Page
 
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ def page_text(tree: HTMLTree, mode: str) -> MainText:
 def extract_page(response: HtmlResponse, url: str, clock: StageClock,
                  text_mode: str = "main") -> tuple[Page, list[str], str]:
     """(the page of ``response`` under its normalised ``url``, its hrefs, the URL they are
-    relative to) from one parse of its body; stages ``parse``, ``text``, ``links`` timed.
+    relative to) from one parse of its body; stages ``parse``, ``links``, ``text``,
+    ``meta`` (language and publication date) timed.
     The text is ``text_mode``'s (``TEXT_MODES``); a main text that fell back to the
     visible text counts ``text/fallback``. The links and head are read before the text:
     the main-content pass marks the elements it skips in the tree."""
@@ -48,9 +50,13 @@ def extract_page(response: HtmlResponse, url: str, clock: StageClock,
     base = safe_url_string(urljoin(response.url, head.base), response.encoding) if head.base else response.url
     start = clock.add("links", start)
     text = page_text(tree, text_mode)
-    clock.add("text", start)
+    start = clock.add("text", start)
     if text.fallback:
         clock.stats.inc_value("text/fallback")
+    content_language = response.headers.get(b"Content-Language")
+    lang = page_language(tree, content_language.decode("latin-1") if content_language else None, text.text)
+    published = published_date(tree)
+    clock.add("meta", start)
     page = Page(
         url=url,
         html=response.body,
@@ -61,6 +67,8 @@ def extract_page(response: HtmlResponse, url: str, clock: StageClock,
         links=len(hrefs),
         canonical=head.canonical,
         meta_robots=head.robots,
+        lang=lang,
+        published=published,
         **_how_it_came(response),
     )
     return page, hrefs, base
