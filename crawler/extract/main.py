@@ -53,7 +53,6 @@ _LAYOUT_MARKED = f"[{MARK}=layout]"
 
 _VOTERS = "p, pre, td, blockquote"
 _VOTER_TAGS = frozenset(("p", "pre", "td", "blockquote"))
-_MARKED_VOTERS = ", ".join(f"{_MARKED} {tag}, {tag}{_MARKED}" for tag in sorted(_VOTER_TAGS))
 _VOTER_MIN_CHARS = 25
 _LANDMARKS = ("article, [itemprop=articleBody]", "main, [role=main]")
 _OUTWARD_LINKS = 'a[href]:not([href^="#"])'
@@ -70,10 +69,9 @@ WIDGET_WORDS = frozenset((
     "related", "recommended", "recommendations", "newsletter", "subscribe", "subscription",
     "signup", "promo", "advert", "advertisement", "ad", "ads", "sponsor", "sponsored", "outbrain",
     "taboola", "tags", "taglist", "breadcrumb", "breadcrumbs", "bio", "authorbox", "popular",
-    "trending", "readmore", "widget", "cookie", "consent", "modal", "popup", "pagination", "pager",
-    "print", "byline", "meta", "dateline", "toolbar", "tools", "follow", "donate", "gallery",
-    "carousel", "slideshow", "read-more", "more-stories", "skip-link", "sr-only", "visually-hidden",
-    "screen-reader",
+    "trending", "readmore", "widget", "cookie", "cookies", "consent", "modal", "popup", "print",
+    "byline", "meta", "dateline", "toolbar", "tools", "follow", "donate", "gallery", "carousel",
+    "slideshow", "read-more", "more-stories", "skip-link", "sr-only", "visually-hidden", "screen-reader",
 ))
 LAYOUT_WORDS = frozenset(("sidebar", "nav", "navbar", "navigation", "menu", "footer"))
 WIDGET, LAYOUT = "widget", "layout"
@@ -88,7 +86,7 @@ _NOISE_WORDS = re.compile(
 
 #: A main text of fewer words is not plausible: the visible text is taken when it has more.
 PLAUSIBLE_WORDS = 10
-#: What a prose block inside a block named boilerplate counts for in the vote.
+#: What the votes of a container inside an element named boilerplate count for.
 BOILER_VOTE = 0.25
 #: A sibling of the core's chain with fewer words is periphery (headline, credits).
 PERIPHERY_WORDS = 30
@@ -129,11 +127,6 @@ def _mark(node: DOMNode) -> None:
     node.setattr(MARK, "")
 
 
-def _is_marked(node: DOMNode) -> bool:
-    """Whether ``node`` is marked, or inside a marked element."""
-    return node.closest(_MARKED) is not None
-
-
 def _named(parts: list[str], words: frozenset[str]) -> bool:
     return any(part in words for part in parts) or (
         len(parts) > 1 and any(f"{a}-{b}" in words for a, b in itertools.pairwise(parts)))
@@ -148,24 +141,45 @@ def names_boilerplate(token: str) -> str | None:
     return LAYOUT if _named(parts, LAYOUT_WORDS) else None
 
 
-def mark_boilerplate(body: DOMNode) -> None:
-    """Mark the elements of ``body`` whose class or id has a token naming boilerplate,
-    ``MARK=layout`` where the only such tokens are layout words.
+@dataclass(frozen=True)
+class Boilerplate:
+    """Selectors for a page's elements whose class or id has a token naming a widget, and
+    for those named by layout words only ("" when there are none).
 
     The tokens are found by one regex pass over the serialised HTML and one over its
     distinct tokens, then asked for by exact token (``[class~="share-bar"]``): a
     selector of substring matches (``[class*=share i]``) for every word costs 3 ms a
     page on the Python docs, this 1 ms."""
-    html = body.html
-    selectors: dict[str | None, list[str]] = {WIDGET: [], LAYOUT: [], None: []}
-    for attribute, pattern in _CLASS_OR_ID:
-        for token in set(" ".join(pattern.findall(html)).split()):
-            if "\\" not in token:
-                selectors[names_boilerplate(token)].append(f'[{attribute}~="{token}"]')
-    for kind, value in ((LAYOUT, LAYOUT), (WIDGET, "")):
-        if selectors[kind]:
-            for node in body.query_selector_all(", ".join(selectors[kind])).values():
-                node.setattr(MARK, value)
+
+    widget: str = ""
+    layout: str = ""
+
+    @classmethod
+    def of(cls, body: DOMNode) -> Boilerplate:
+        html = body.html
+        selectors: dict[str | None, list[str]] = {WIDGET: [], LAYOUT: [], None: []}
+        for attribute, pattern in _CLASS_OR_ID:
+            for token in set(" ".join(pattern.findall(html)).split()):
+                if "\\" not in token:
+                    selectors[names_boilerplate(token)].append(f'[{attribute}~="{token}"]')
+        return cls(", ".join(selectors[WIDGET]), ", ".join(selectors[LAYOUT]))
+
+    def holds(self, node: DOMNode) -> bool:
+        """Whether ``node`` is, or is inside, an element named boilerplate."""
+        return any(query and node.closest(query) is not None for query in (self.widget, self.layout))
+
+    def mark(self, root: DOMNode, core: DOMNode) -> None:
+        """Mark the elements of ``root`` named boilerplate (``MARK=layout`` when by layout
+        words only), but the core, the elements that hold it (a wrapper named
+        ``has-sidebar`` or ``modal-enabled`` is no sidebar when the article is in it)
+        and those in it that hold most of its text."""
+        half = _text_chars(core) / 2
+        for query, value in ((self.layout, LAYOUT), (self.widget, "")):
+            if query:
+                for node in root.query_selector_all(query).values():
+                    if node.contains(core) or (core.contains(node) and _text_chars(node) > half):
+                        continue
+                    node.setattr(MARK, value)
 
 
 def _spare_layout(core: DOMNode) -> None:
@@ -181,18 +195,9 @@ def _spare_layout(core: DOMNode) -> None:
             node.delattr(MARK)
 
 
-def _unmark_holders(core: DOMNode) -> None:
-    """Unmark the elements that hold the core: a wrapper named ``has-sidebar`` or
-    ``modal-enabled`` is no sidebar when the article is in it."""
-    holder = core.closest(_MARKED)
-    while holder is not None:
-        holder.delattr(MARK)
-        holder = holder.closest(_MARKED)
-
-
-def _vote(votes: dict[DOMNode, float], container: DOMNode, text: str, weight: float) -> None:
+def _vote(votes: dict[DOMNode, float], container: DOMNode, text: str) -> None:
     """One prose block's votes: to its container, and half of them to the container's parent."""
-    score = weight * (1 + text.count(",") + min(len(text) // 100, 3))
+    score = 1 + text.count(",") + min(len(text) // 100, 3)
     votes[container] = votes.get(container, 0.0) + score
     grand = container.parent
     if grand is not None and grand.type == container.type:
@@ -203,37 +208,40 @@ def _votes(body: DOMNode) -> dict[DOMNode, float]:
     """Each container's votes from the prose blocks it holds (readability's scores). Text
     split by ``<br>`` rather than paragraphs votes for the element that holds it."""
     votes: dict[DOMNode, float] = {}
-    in_boilerplate = set(body.query_selector_all(_MARKED_VOTERS).values())
     for block in body.query_selector_all(_VOTERS).values():
         text = block.text.strip()
         parent = block.parent
         if len(text) >= _VOTER_MIN_CHARS and parent is not None:
-            _vote(votes, parent, text, BOILER_VOTE if block in in_boilerplate else 1.0)
+            _vote(votes, parent, text)
     broken = {br.parent for br in body.query_selector_all("br").values()}
     for holder in broken:
         if holder is None or holder.tag in _VOTER_TAGS or holder.tag in ("body", "html"):
             continue  # a paragraph's line breaks: voted for already
         text = holder.text.strip()
         if len(text) >= _VOTER_MIN_CHARS:
-            _vote(votes, holder, text, BOILER_VOTE if _is_marked(holder) else 1.0)
+            _vote(votes, holder, text)
     return votes
 
 
-def _core(votes: dict[DOMNode, float]) -> DOMNode | None:
+def _core(votes: dict[DOMNode, float], boilerplate: Boilerplate) -> DOMNode | None:
     """The container the most prose votes for (readability's candidate), or None: the
-    votes plus or minus 25 by class/id vocabulary, times the share of non-link text.
-    That share only lowers a score, so candidates are weighed best first until the
-    next one's unweighed score cannot win (the link walk is the costly part)."""
+    votes plus or minus 25 by class/id vocabulary, times the share of non-link text,
+    times ``BOILER_VOTE`` inside an element named boilerplate (a comment section).
+    Those factors only lower a score, so candidates are weighed best first until the
+    next one's unweighed score cannot win (the walks are the costly part)."""
     ranked = []
     for node, score in votes.items():
         words = _class_and_id(node)
-        ranked.append((score + 25 * (bool(_CONTENT_WORDS.search(words)) - bool(_NOISE_WORDS.search(words))),
+        ranked.append((score, 25 * (bool(_CONTENT_WORDS.search(words)) - bool(_NOISE_WORDS.search(words))),
                        node))
-    ranked.sort(key=lambda item: -item[0])
+    ranked.sort(key=lambda item: -item[0] - item[1])
     best, best_score = None, 0.0
-    for score, node in ranked:
-        if score <= best_score:
+    for score, bonus, node in ranked:
+        if score + bonus <= best_score:
             break
+        if boilerplate.holds(node):
+            score *= BOILER_VOTE
+        score += bonus
         chars = _text_chars(node)
         if chars:
             score *= 1 - min(1.0, _link_chars(node) / chars)
@@ -303,18 +311,16 @@ def main_text(tree: HTMLTree) -> str:
     if body is None:
         return ""
     with uncached_nodes():
-        mark_boilerplate(body)
+        boilerplate = Boilerplate.of(body)
         mains = body.query_selector_all(_LANDMARKS[1])
         if len(mains) == 1 and not len(body.query_selector_all(_LANDMARKS[0])):
             root = core = next(iter(mains.values()))
-            _unmark_holders(core)
         else:
-            votes = _votes(body)
-            core = _core(votes)
+            core = _core(_votes(body), boilerplate)
             if core is None:
                 return ""
-            _unmark_holders(core)
             root = _root(core)
+        boilerplate.mark(root, core)
         _spare_layout(core)
         for outside in _chain_siblings(root, body):
             _mark(outside)
