@@ -123,6 +123,14 @@ def _text_chars(node: DOMNode) -> int:
     return _chars(node.text)
 
 
+def _sole_main(body: DOMNode) -> DOMNode | None:
+    """The page's one ``main`` landmark when it has no article: the root, without a vote."""
+    mains = body.query_selector_all(_LANDMARKS[1])
+    if len(mains) == 1 and not len(body.query_selector_all(_LANDMARKS[0])):
+        return next(iter(mains.values()))
+    return None
+
+
 def _mark(node: DOMNode) -> None:
     node.setattr(MARK, "")
 
@@ -168,12 +176,12 @@ class Boilerplate:
         """Whether ``node`` is, or is inside, an element named boilerplate."""
         return any(query and node.closest(query) is not None for query in (self.widget, self.layout))
 
-    def mark(self, root: DOMNode, core: DOMNode) -> None:
+    def mark(self, root: DOMNode, core: DOMNode, core_chars: int) -> None:
         """Mark the elements of ``root`` named boilerplate (``MARK=layout`` when by layout
         words only), but the core, the elements that hold it (a wrapper named
         ``has-sidebar`` or ``modal-enabled`` is no sidebar when the article is in it)
         and those in it that hold most of its text."""
-        half = _text_chars(core) / 2
+        half = core_chars / 2
         for query, value in ((self.layout, LAYOUT), (self.widget, "")):
             if query:
                 for node in root.query_selector_all(query).values():
@@ -213,6 +221,12 @@ def _votes(body: DOMNode) -> dict[DOMNode, float]:
         parent = block.parent
         if len(text) >= _VOTER_MIN_CHARS and parent is not None:
             _vote(votes, parent, text)
+    _vote_breaks(body, votes)
+    return votes
+
+
+def _vote_breaks(body: DOMNode, votes: dict[DOMNode, float]) -> None:
+    """The votes of elements whose text is split by ``<br>`` rather than paragraphs."""
     broken = {br.parent for br in body.query_selector_all("br").values()}
     for holder in broken:
         if holder is None or holder.tag in _VOTER_TAGS or holder.tag in ("body", "html"):
@@ -220,7 +234,6 @@ def _votes(body: DOMNode) -> dict[DOMNode, float]:
         text = holder.text.strip()
         if len(text) >= _VOTER_MIN_CHARS:
             _vote(votes, holder, text)
-    return votes
 
 
 def _core(votes: dict[DOMNode, float], boilerplate: Boilerplate) -> DOMNode | None:
@@ -284,11 +297,10 @@ def _mark_periphery(root: DOMNode, core: DOMNode) -> None:
             _mark(sibling)
 
 
-def _mark_link_blocks(root: DOMNode, core: DOMNode) -> None:
+def _mark_link_blocks(root: DOMNode, core: DOMNode, total: int) -> None:
     """Mark the link blocks of ``root`` (outside the core's chain), unless they are most
     of it (a listing). Only the outermost of nested blocks is looked at: no subtree is
-    walked twice."""
-    total = _text_chars(root)
+    walked twice. ``total``: the root's characters."""
     dense: list[DOMNode] = []
     dense_chars = 0
     outer: DOMNode | None = None
@@ -311,22 +323,24 @@ def main_text(tree: HTMLTree) -> str:
     if body is None:
         return ""
     with uncached_nodes():
-        boilerplate = Boilerplate.of(body)
-        mains = body.query_selector_all(_LANDMARKS[1])
-        if len(mains) == 1 and not len(body.query_selector_all(_LANDMARKS[0])):
-            root = core = next(iter(mains.values()))
+        landmark = _sole_main(body)
+        if landmark is not None:
+            root = core = landmark
+            boilerplate = Boilerplate.of(root)
         else:
+            boilerplate = Boilerplate.of(body)
             core = _core(_votes(body), boilerplate)
             if core is None:
                 return ""
             root = _root(core)
-        boilerplate.mark(root, core)
+        core_chars = _text_chars(core)
+        boilerplate.mark(root, core, core_chars)
         _spare_layout(core)
         for outside in _chain_siblings(root, body):
             _mark(outside)
         if root != core:
             _mark_periphery(root, core)
-        _mark_link_blocks(root, core)
+        _mark_link_blocks(root, core, core_chars if root == core else _text_chars(root))
     raw = extract_plain_text(tree, preserve_formatting=True, list_bullets=False, alt_texts=False,
                              skip_elements=_SKIP)
     return lines(raw)

@@ -113,14 +113,18 @@ def published_date(tree: HTMLTree) -> str | None:
     if document is None:
         return None
     with uncached_nodes():
-        for element in document.query_selector_all(_META_DATES).values():
-            if stamp := _element_date(element):
-                return stamp
-        for script in document.query_selector_all(_JSON_LD).values():
-            try:
-                data = json.loads(script.text)
-            except ValueError:
-                continue
-            if stamp := _json_ld_date(data):
-                return stamp
+        found = document.query_selector_all(f"{_META_DATES}, {_JSON_LD}").values()  # one walk
+    scripts = []
+    for element in found:
+        if element.tag == "script":
+            scripts.append(element)
+        elif stamp := _element_date(element):
+            return stamp
+    for script in scripts:
+        try:
+            data = json.loads(script.text)
+        except ValueError:
+            continue
+        if stamp := _json_ld_date(data):
+            return stamp
     return None
