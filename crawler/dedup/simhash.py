@@ -230,7 +230,9 @@ def _shingle_weights(text: str, shingles: int) -> np.ndarray | None:
     lines = text.split("\n")
     if not any(len(line) >= PARAGRAPH_CHARS for line in lines):
         return None
-    counts = [len(line.split()) for line in lines]
+    # The extracted text has single spaces between words: count them without splitting.
+    counts = [line.count(" ") + 1 if line and line.isprintable() and "  " not in line and line[0] != " "
+              and line[-1] != " " else len(line.split()) for line in lines]
     per_word = np.repeat([PARAGRAPH_WEIGHT if len(line) >= PARAGRAPH_CHARS else 1 for line in lines], counts)
     return per_word[:shingles] if len(per_word) >= shingles else None
 
@@ -257,7 +259,8 @@ def content_shingles(text: str) -> list[str]:
     weights = _shingle_weights(text, len(features)) if len(features) > 1 else None
     if weights is None:
         return features
-    return [feature for feature, weight in zip(features, weights.tolist(), strict=True) for _ in range(weight)]
+    counts = weights.tolist()
+    return [feature for feature, weight in zip(features, counts, strict=True) for _ in range(weight)]
 
 
 def hamming(a: int, b: int) -> int:

@@ -55,6 +55,7 @@ _VOTERS = "p, pre, td, blockquote"
 _VOTER_TAGS = frozenset(("p", "pre", "td", "blockquote"))
 _VOTER_MIN_CHARS = 25
 _LANDMARKS = ("article, [itemprop=articleBody]", "main, [role=main]")
+_ANY_LANDMARK = ", ".join(_LANDMARKS)
 _OUTWARD_LINKS = 'a[href]:not([href^="#"])'
 _LINK_BLOCKS = "ul, ol, nav, aside, table, menu, header, footer"
 
@@ -125,10 +126,11 @@ def _text_chars(node: DOMNode) -> int:
 
 def _sole_main(body: DOMNode) -> DOMNode | None:
     """The page's one ``main`` landmark when it has no article: the root, without a vote."""
-    mains = body.query_selector_all(_LANDMARKS[1])
-    if len(mains) == 1 and not len(body.query_selector_all(_LANDMARKS[0])):
-        return next(iter(mains.values()))
-    return None
+    found = body.query_selector_all(_ANY_LANDMARK)  # one walk for both kinds
+    if len(found) != 1:
+        return None
+    landmark = next(iter(found.values()))
+    return landmark if landmark.matches(_LANDMARKS[1]) else None
 
 
 def _mark(node: DOMNode) -> None:
