@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass
 
 from resiliparse.extract.html2text import extract_plain_text
-from resiliparse.parse.html import DOMNode, HTMLTree
+from resiliparse.parse.html import ElementNode, HTMLTree
 
 from crawler.extract.html import BASE_SKIP, extract_text, lines, uncached_nodes, word_count
 
@@ -105,26 +105,34 @@ class MainText:
     fallback: bool = False
 
 
-def _class_and_id(node: DOMNode) -> str:
+def _class_and_id(node: ElementNode) -> str:
     return f"{node.getattr('class') or ''} {node.getattr('id') or ''}"
 
 
-def _chars(text: str) -> int:
+def _chars(text: str | None) -> int:
     """Characters of ``text`` but spaces, tabs and line breaks (three passes in C, where
     collapsing the whitespace of a 50 KB documentation body costs 0.3 ms)."""
+    if not text:
+        return 0
     return len(text) - text.count(" ") - text.count("\n") - text.count("\t")
 
 
-def _link_chars(node: DOMNode) -> int:
+def _parent(node: ElementNode) -> ElementNode | None:
+    """The parent element of ``node`` (None above ``<html>``)."""
+    parent = node.parent
+    return parent if isinstance(parent, ElementNode) else None
+
+
+def _link_chars(node: ElementNode) -> int:
     """Characters of ``node``'s text inside links to other pages (not ``#fragment``)."""
-    return sum(_chars(link.text) for link in node.query_selector_all(_OUTWARD_LINKS).values())
+    return sum([_chars(link.text) for link in node.query_selector_all(_OUTWARD_LINKS).values()])
 
 
-def _text_chars(node: DOMNode) -> int:
+def _text_chars(node: ElementNode) -> int:
     return _chars(node.text)
 
 
-def _sole_main(body: DOMNode) -> DOMNode | None:
+def _sole_main(body: ElementNode) -> ElementNode | None:
     """The page's one ``main`` landmark when it has no article: the root, without a vote."""
     found = body.query_selector_all(_ANY_LANDMARK)  # one walk for both kinds
     if len(found) != 1:
@@ -133,7 +141,7 @@ def _sole_main(body: DOMNode) -> DOMNode | None:
     return landmark if landmark.matches(_LANDMARKS[1]) else None
 
 
-def _mark(node: DOMNode) -> None:
+def _mark(node: ElementNode) -> None:
     node.setattr(MARK, "")
 
 
@@ -165,7 +173,7 @@ class Boilerplate:
     layout: str = ""
 
     @classmethod
-    def of(cls, body: DOMNode) -> Boilerplate:
+    def of(cls, body: ElementNode) -> Boilerplate:
         html = body.html
         selectors: dict[str | None, list[str]] = {WIDGET: [], LAYOUT: [], None: []}
         for attribute, pattern in _CLASS_OR_ID:
@@ -174,11 +182,11 @@ class Boilerplate:
                     selectors[names_boilerplate(token)].append(f'[{attribute}~="{token}"]')
         return cls(", ".join(selectors[WIDGET]), ", ".join(selectors[LAYOUT]))
 
-    def holds(self, node: DOMNode) -> bool:
+    def holds(self, node: ElementNode) -> bool:
         """Whether ``node`` is, or is inside, an element named boilerplate."""
         return any(query and node.closest(query) is not None for query in (self.widget, self.layout))
 
-    def mark(self, root: DOMNode, core: DOMNode, core_chars: int) -> None:
+    def mark(self, root: ElementNode, core: ElementNode, core_chars: int) -> None:
         """Mark the elements of ``root`` named boilerplate (``MARK=layout`` when by layout
         words only), but the core, the elements that hold it (a wrapper named
         ``has-sidebar`` or ``modal-enabled`` is no sidebar when the article is in it)
@@ -192,7 +200,7 @@ class Boilerplate:
                     node.setattr(MARK, value)
 
 
-def _spare_layout(core: DOMNode) -> None:
+def _spare_layout(core: ElementNode) -> None:
     """Unmark the blocks of the core that are named by layout words alone, sit between
     two of its blocks and are not mostly links: in the flow of the text they are its
     own (a documentation page's ``aside.sidebar``); a content column's own sidebar comes
@@ -205,40 +213,40 @@ def _spare_layout(core: DOMNode) -> None:
             node.delattr(MARK)
 
 
-def _vote(votes: dict[DOMNode, float], container: DOMNode, text: str) -> None:
+def _vote(votes: dict[ElementNode, float], container: ElementNode, text: str) -> None:
     """One prose block's votes: to its container, and half of them to the container's parent."""
     score = 1 + text.count(",") + min(len(text) // 100, 3)
     votes[container] = votes.get(container, 0.0) + score
-    grand = container.parent
-    if grand is not None and grand.type == container.type:
+    grand = _parent(container)
+    if grand is not None:
         votes[grand] = votes.get(grand, 0.0) + score / 2
 
 
-def _votes(body: DOMNode) -> dict[DOMNode, float]:
+def _votes(body: ElementNode) -> dict[ElementNode, float]:
     """Each container's votes from the prose blocks it holds (readability's scores). Text
     split by ``<br>`` rather than paragraphs votes for the element that holds it."""
-    votes: dict[DOMNode, float] = {}
+    votes: dict[ElementNode, float] = {}
     for block in body.query_selector_all(_VOTERS).values():
-        text = block.text.strip()
-        parent = block.parent
+        text = (block.text or "").strip()
+        parent = _parent(block)
         if len(text) >= _VOTER_MIN_CHARS and parent is not None:
             _vote(votes, parent, text)
     _vote_breaks(body, votes)
     return votes
 
 
-def _vote_breaks(body: DOMNode, votes: dict[DOMNode, float]) -> None:
+def _vote_breaks(body: ElementNode, votes: dict[ElementNode, float]) -> None:
     """The votes of elements whose text is split by ``<br>`` rather than paragraphs."""
-    broken = {br.parent for br in body.query_selector_all("br").values()}
+    broken = {_parent(br) for br in body.query_selector_all("br").values()}
     for holder in broken:
         if holder is None or holder.tag in _VOTER_TAGS or holder.tag in ("body", "html"):
             continue  # a paragraph's line breaks: voted for already
-        text = holder.text.strip()
+        text = (holder.text or "").strip()
         if len(text) >= _VOTER_MIN_CHARS:
             _vote(votes, holder, text)
 
 
-def _core(votes: dict[DOMNode, float], boilerplate: Boilerplate) -> DOMNode | None:
+def _core(votes: dict[ElementNode, float], boilerplate: Boilerplate) -> ElementNode | None:
     """The container the most prose votes for (readability's candidate), or None: the
     votes plus or minus 25 by class/id vocabulary, times the share of non-link text,
     times ``BOILER_VOTE`` inside an element named boilerplate (a comment section).
@@ -265,7 +273,7 @@ def _core(votes: dict[DOMNode, float], boilerplate: Boilerplate) -> DOMNode | No
     return best
 
 
-def _root(core: DOMNode) -> DOMNode:
+def _root(core: ElementNode) -> ElementNode:
     """The innermost landmark that holds the core, else the core."""
     for landmarks in _LANDMARKS:
         landmark = core.closest(landmarks)
@@ -274,11 +282,11 @@ def _root(core: DOMNode) -> DOMNode:
     return core
 
 
-def _chain_siblings(node: DOMNode, top: DOMNode) -> list[DOMNode]:
+def _chain_siblings(node: ElementNode, top: ElementNode) -> list[ElementNode]:
     """The element siblings of ``node`` and of each of its ancestors below ``top``."""
     siblings = []
     while node != top:
-        parent = node.parent
+        parent = _parent(node)
         if parent is None:
             break
         sibling = parent.first_element_child
@@ -290,22 +298,22 @@ def _chain_siblings(node: DOMNode, top: DOMNode) -> list[DOMNode]:
     return siblings
 
 
-def _mark_periphery(root: DOMNode, core: DOMNode) -> None:
+def _mark_periphery(root: ElementNode, core: ElementNode) -> None:
     """Mark the siblings of the core's chain within the root that are short or links."""
     for sibling in _chain_siblings(core, root):
-        text = sibling.text
+        text = sibling.text or ""
         words = len(text.split())
         if words and (words < PERIPHERY_WORDS or _link_chars(sibling) > LINK_DENSITY * _chars(text)):
             _mark(sibling)
 
 
-def _mark_link_blocks(root: DOMNode, core: DOMNode, total: int) -> None:
+def _mark_link_blocks(root: ElementNode, core: ElementNode, total: int) -> None:
     """Mark the link blocks of ``root`` (outside the core's chain), unless they are most
     of it (a listing). Only the outermost of nested blocks is looked at: no subtree is
     walked twice. ``total``: the root's characters."""
-    dense: list[DOMNode] = []
+    dense: list[ElementNode] = []
     dense_chars = 0
-    outer: DOMNode | None = None
+    outer: ElementNode | None = None
     for node in root.query_selector_all(_LINK_BLOCKS).values():
         if (outer is not None and outer.contains(node)) or node.contains(core):
             continue
@@ -331,10 +339,10 @@ def main_text(tree: HTMLTree) -> str:
             boilerplate = Boilerplate.of(root)
         else:
             boilerplate = Boilerplate.of(body)
-            core = _core(_votes(body), boilerplate)
-            if core is None:
+            voted = _core(_votes(body), boilerplate)
+            if voted is None:
                 return ""
-            root = _root(core)
+            root, core = _root(voted), voted
         core_chars = _text_chars(core)
         boilerplate.mark(root, core, core_chars)
         _spare_layout(core)

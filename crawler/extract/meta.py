@@ -17,7 +17,7 @@ import re
 from datetime import date, datetime
 from email.utils import parsedate_to_datetime
 
-from resiliparse.parse.html import DOMNode, HTMLTree
+from resiliparse.parse.html import ElementNode, HTMLTree
 
 from crawler.extract.html import uncached_nodes
 
@@ -48,7 +48,7 @@ def detect_language(text: str) -> str | None:
     sample = text[:DETECT_CHARS]
     if not any(ch.isalpha() for ch in sample):
         return None
-    import py3langid  # its model loads on first use (0.5 s): not on import of the crawler
+    import py3langid  # type: ignore[import-untyped]  # its model loads on first use (0.5 s)
 
     return str(py3langid.classify(sample)[0])
 
@@ -102,7 +102,7 @@ def _json_ld_date(data: object) -> str | None:
     return None
 
 
-def _element_date(element: DOMNode) -> str | None:
+def _element_date(element: ElementNode) -> str | None:
     raw = element.getattr("content") or element.getattr("datetime") or element.text
     return iso_date(raw) if raw else None
 
@@ -122,7 +122,7 @@ def published_date(tree: HTMLTree) -> str | None:
             return stamp
     for script in scripts:
         try:
-            data = json.loads(script.text)
+            data = json.loads(script.text or "")
         except ValueError:
             continue
         if stamp := _json_ld_date(data):
