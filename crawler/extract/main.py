@@ -76,6 +76,9 @@ WIDGET_WORDS = frozenset((
 ))
 LAYOUT_WORDS = frozenset(("sidebar", "nav", "navbar", "navigation", "menu", "footer"))
 WIDGET, LAYOUT = "widget", "layout"
+#: A token with a digit is one element's own (``post-1806``, ``menu-item-42``): its element
+#: carries a shared token too, and one selector fewer is a cheaper walk.
+_DIGIT = re.compile(r"\d")
 #: Class and id attributes as the tree serialises them (always double-quoted): two
 #: patterns with a literal prefix scan 40% faster than one with an alternation.
 _CLASS_OR_ID = (("class", re.compile(' class="([^"]*)"')), ("id", re.compile(' id="([^"]*)"')))
@@ -175,11 +178,12 @@ class Boilerplate:
     @classmethod
     def of(cls, body: ElementNode) -> Boilerplate:
         html = body.html
-        selectors: dict[str | None, list[str]] = {WIDGET: [], LAYOUT: [], None: []}
+        selectors: dict[str, list[str]] = {WIDGET: [], LAYOUT: []}
         for attribute, pattern in _CLASS_OR_ID:
             for token in set(" ".join(pattern.findall(html)).split()):
-                if "\\" not in token:
-                    selectors[names_boilerplate(token)].append(f'[{attribute}~="{token}"]')
+                kind = names_boilerplate(token)
+                if kind is not None and "\\" not in token and not _DIGIT.search(token):
+                    selectors[kind].append(f'[{attribute}~="{token}"]')
         return cls(", ".join(selectors[WIDGET]), ", ".join(selectors[LAYOUT]))
 
     def holds(self, node: ElementNode) -> bool:
