@@ -41,6 +41,8 @@ setup(
         # scrapy serve's HTTP layer: routing, validation and /openapi.json, on uvicorn.
         "fastapi>=0.115,<1",
         "uvicorn>=0.30,<1",
+        # A page's language when it declares none: langid.py's model ships in the wheel.
+        "py3langid>=0.3,<0.5",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "ruff>=0.6", "moto[server]>=5,<6",
@@ -57,7 +59,9 @@ setup(
                  # scrapy serve's API fuzzed from its /openapi.json; its console driven in chromium.
                  "schemathesis>=4,<5", "playwright>=1.45,<2"],
         # bench/ compares with these in the same run (bench/parsers.py: selectolax).
-        "bench": ["simhash>=2.1.2,<3", "selectolax>=1.0,<2"],
+        "bench": ["simhash>=2.1.2,<3", "selectolax>=1.0,<2",
+                  # bench/text_quality.py: the main-content extractors we are compared with.
+                  "trafilatura>=2.0,<3", "readability-lxml>=0.8,<1"],
     },
     entry_points={
         # scrapyd and scrapyd-deploy find the project settings here.

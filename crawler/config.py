@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from crawler import defaults
+from crawler.extract.page import TEXT_MODES
 from crawler.frontier.policy import MAX_LEVELS, RetryPolicy
 from crawler.net.addresses import AddressPolicy
 from crawler.net.resolver import nameserver
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 CHOICES: dict[str, tuple[str, ...]] = {
     "CRAWL_SCOPE": SCOPES,
     "SEEN_SET": ("exact", "bloom"),
+    "TEXT_EXTRACTION": TEXT_MODES,
 }
 
 

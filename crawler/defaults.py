@@ -274,3 +274,9 @@ FEED_PAGE_HTML = False
 # The operator's contact, a URL or an e-mail: put in the default USER_AGENT (a WARNING at start
 # while empty) and in the operator field of each WARC file's warcinfo record.
 CRAWLER_CONTACT = ""
+
+# --- Text ---------------------------------------------------------------------------
+# The text stored, hashed and deduplicated: "main" (the page's main content: article,
+# documentation body, listing) or "visible" (all visible text but navigation, header,
+# footer and sidebars).
+TEXT_EXTRACTION = "main"

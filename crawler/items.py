@@ -70,6 +70,8 @@ class Page:
     wire: Exchange | None = field(default=None, repr=False, metadata={"serializer": lambda _: None})
     # Whether a feed carries ``html`` (base64): ``FEED_PAGE_HTML``, set by the spider.
     feed_html: bool = False
+    lang: str | None = None  # declared (<html lang>, Content-Language), else detected from the text
+    published: str | None = None  # ISO 8601 date the page states for itself (metadata, JSON-LD)
 
 
 # Page fields a feed leaves out: the frontier's and the store's bookkeeping, the fetch as it

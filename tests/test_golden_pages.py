@@ -46,7 +46,9 @@ def extracted_pages() -> dict[str, dict]:
                 body = web._render(web._answer(site, path, query, stateful=False))
                 response = HtmlResponse(url, body=body, request=Request(url),
                                         headers={"Content-Type": "text/html; charset=utf-8"})
-                page, hrefs, base = extract_page(response, url, StageClock(_Stats()))
+                # The visible text, which the recording's text walk gave (the main text
+                # is tested in test_main_text.py).
+                page, hrefs, base = extract_page(response, url, StageClock(_Stats()), "visible")
                 found[url.replace(port, "PORT")] = {
                     "base": base.replace(port, "PORT"),
                     "hrefs": [href.replace(port, "PORT") for href in hrefs],

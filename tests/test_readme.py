@@ -16,8 +16,6 @@ from crawler.store.files import LocalStore, iter_records
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
 BIN = Path(sys.executable).parent
-# Record fields another part may add after this README's sample was taken.
-OPTIONAL_FIELDS = {"lang", "published"}
 
 
 def free_port() -> int:
@@ -65,7 +63,7 @@ def test_the_demo_crawls_the_pages_refuses_hidden_and_stops_its_server(tmp_path)
     assert {r["url"].split("/")[2] for r in records} == {f"127.0.0.1:{port}"}
     sample = json.loads(block_after("every file is a valid gzip stream", "```json"))
     record = next(r for r in records if r["url"].endswith("/p/1.html"))
-    assert set(record) - OPTIONAL_FIELDS == set(sample)
+    assert set(record) == set(sample)
     for name, value in sample.items():
         assert value is None or record[name] is None or type(value) is type(record[name]), name
 

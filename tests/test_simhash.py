@@ -24,6 +24,8 @@ import simhash as simhash_pkg
 from crawler.dedup.simhash import (
     NearDupIndex,
     blocks,
+    content_fingerprint,
+    content_shingles,
     hamming,
     normalized_words,
     shingle_hash,
@@ -257,6 +259,21 @@ def test_fingerprint_equals_the_package_simhash_of_the_same_shingles(pages):
         counts = Counter(features)
         if max(counts.values()) <= 255:  # above that the package raises OverflowError on NumPy 2
             assert text_fingerprint(text) == simhash_pkg.Simhash(counts, hashfunc=shingle_hash).value
+
+
+def test_content_fingerprint_weighs_paragraphs_as_the_package_counts_repeats(pages):
+    rng = random.Random(5)
+    paragraph = " ".join(rng.choices(VOCAB, k=60))  # over 200 characters: a paragraph line
+    texts = [FOX, "x", "", f"Headline\n{paragraph}\nBy a writer\n{paragraph} more",
+             *("\n".join(lines) for lines in rng.sample(pages, 5))]
+    for text in texts:
+        features = content_shingles(text)
+        assert content_fingerprint(text) == simhash_pkg.Simhash(features, hashfunc=shingle_hash).value
+    assert content_fingerprint(FOX) == text_fingerprint(FOX)  # no paragraph: the plain simhash
+    story = f"{paragraph}\n{paragraph[::-1]}"
+    one, two = f"Site A headline here\n{story}", f"Another site's title\n{story}\nPhoto: someone"
+    assert hamming(content_fingerprint(one), content_fingerprint(two)) <= hamming(
+        text_fingerprint(one), text_fingerprint(two))
 
 
 def test_repeated_shingles_weigh_by_their_count():

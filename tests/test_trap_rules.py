@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from crawler.dedup.same import SameText
 from crawler.traps.content import Probe, counts_for_demotion, is_soft_404, probe_url, should_demote
 from crawler.traps.params import LEARN, RELEVANT, Variant, same_resource, strip_params, variants, verdict
 from crawler.urls.canonical import header_canonical, page_canonical
@@ -47,10 +48,23 @@ def test_the_probe_path_is_random_nonsense_on_the_host():
 
 def test_soft_404_is_an_exact_or_near_copy_of_the_probe_text():
     probe = Probe("http://a.test/x", "aa", 0b1111_0000)
-    assert is_soft_404("aa", 0, 1, probe, max_distance=3, min_words=20)
-    assert is_soft_404("bb", 0b1111_0111, 50, probe, max_distance=3, min_words=20)
-    assert not is_soft_404("bb", 0b1111_1111, 50, probe, max_distance=3, min_words=20)  # 4 bits
-    assert not is_soft_404("bb", 0b1111_0000, 5, probe, max_distance=3, min_words=20)  # too short for near
+    same = SameText(max_distance=3, min_words=20)
+    assert is_soft_404(same.print("aa", 0, 1), probe, same)
+    assert is_soft_404(same.print("bb", 0b1111_0111, 50), probe, same)
+    assert not is_soft_404(same.print("bb", 0b1111_1111, 50), probe, same)  # 4 bits
+    assert not is_soft_404(same.print("bb", 0b1111_0000, 5), probe, same)  # too short for near
+
+
+def test_a_near_copy_is_no_change_of_a_parameter():
+    same = SameText(max_distance=3, min_words=20)
+    clock = [same.print(sha, 0b1010_0000 ^ flip, 200).token()
+             for sha, flip in (("a1", 0), ("b2", 1), ("c3", 6))]
+    assert verdict(dict(zip("xyz", clock, strict=True)), 3, same.same_tokens) == LEARN
+    assert verdict(dict(zip("xyz", clock, strict=True)), 3) == RELEVANT  # as exact texts: never learned
+    far = same.print("d4", 0b0101_1111, 200).token()
+    assert verdict({"x": clock[0], "y": far}, 3, same.same_tokens) == RELEVANT
+    short = [same.print(sha, 0, 5).token() for sha in ("a1", "b2")]  # too short: exact only
+    assert verdict(dict(zip("xy", short, strict=True)), 3, same.same_tokens) == RELEVANT
 
 
 def test_demotion_needs_a_full_window_with_more_than_the_rate_of_duplicates():

@@ -2,7 +2,8 @@
 ground truth of every URL: which real page it shows, or which trap it is.
 
 Hosts (``trap_web``/``precision_web`` build them): a session-id host (every link gets
-a random ``?sid=``, a name no drop list has), a soft-404 host (any unknown path answers
+a random ``?sid=``, a name no drop list has), one whose pages also carry a clock line and
+a visitor counter ("Page generated 12:04:05 for visitor 8231"), a soft-404 host (any unknown path answers
 200 with one "not found" page that echoes the path), a calendar and a repeating path
 (``Site`` traps); a shop with query-driven pages (``?page=``, ``?id=``, ``?lang=``),
 print copies and ``?ref=`` copies; a blog whose tag pages all repeat one listing.
@@ -11,11 +12,13 @@ print copies and ``?ref=`` copies; a blog whose tag pages all repeat one listing
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import secrets
+import time
 from urllib.parse import urlsplit
 
 from testweb import Site, TestWeb, page_path
-from testweb_pages import HTML_CONTENT_TYPE, Answer, Page
+from testweb_pages import HTML_CONTENT_TYPE, Answer, Page, render_page
 
 SHOP_ITEMS = 12
 SHOP_LISTS = 4
@@ -40,9 +43,11 @@ class TrapWeb(TestWeb):
     __test__ = False
 
     def __init__(self, sites: list[Site], session: str | None = None, soft_404: str | None = None,
-                 shop: str | None = None, blog: str | None = None) -> None:
+                 shop: str | None = None, blog: str | None = None, clock: str | None = None) -> None:
         super().__init__(sites)
         self.session, self.soft_404, self.shop, self.blog = session, soft_404, shop, blog
+        self.clock = clock  # a session-id host whose pages also say when and for whom they were made
+        self._visitors = itertools.count(8231)
 
     def _answer(self, site: Site | None, path: str, query: str, stateful: bool) -> Answer:
         if site is not None and site.host in (self.shop, self.blog) and path != "/robots.txt":
@@ -61,10 +66,16 @@ class TrapWeb(TestWeb):
             return Answer(200, {"Content-Type": HTML_CONTENT_TYPE},
                            page=Page("Page not found", "notfound", nav,
                                       [(path, f"{_NOT_FOUND} ({path})")], 0))
-        if site.host == self.session and answer.page is not None:
+        if site.host in (self.session, self.clock) and answer.page is not None:
             page = answer.page
             answer.page = dataclasses.replace(page, nav=[(_with_sid(h), t) for h, t in page.nav],
                                               main=[(_with_sid(h), t) for h, t in page.main])
+        if site.host == self.clock and answer.page is not None:
+            visitor = next(self._visitors)
+            stamp = time.strftime("%H:%M:%S", time.gmtime(time.time() + visitor))
+            body = render_page(answer.page).replace(
+                b"<main>\n", f"<main>\n<p>Page generated {stamp} for visitor {visitor}</p>\n".encode(), 1)
+            return Answer(answer.status, answer.headers, body=body)
         return answer
 
     # ------------------------------------------------------------ the shop and the blog
@@ -165,4 +176,9 @@ def precision_web() -> TrapWeb:
                    blog="blog.test")
 
 
-__all__ = ["TrapWeb", "precision_web", "trap_web"]
+def clock_web() -> TrapWeb:
+    """A session-id host whose pages differ on every fetch by a clock line and a counter."""
+    return TrapWeb([Site("clock.test", pages=12, fanout=3, nav_links=4)], clock="clock.test")
+
+
+__all__ = ["TrapWeb", "clock_web", "precision_web", "trap_web"]

@@ -18,19 +18,26 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 from resiliparse.parse.html import node as resiliparse_node
 
-#: Elements whose text is not page content: never text (forms' widgets, embedded
-#: documents and drawings), page-level navigation, site header and footer, sidebars
-#: (an ``<article>``'s or ``<main>``'s own header and footer are content: a byline),
-#: hidden elements and ARIA landmarks of boilerplate. Scripts, styles, ``<noscript>``
-#: and the head are never text for the extractor either.
-SKIP_SELECTORS = (
+#: Elements that are never text: forms' widgets, embedded documents and drawings, hidden
+#: elements. Scripts, styles, ``<noscript>`` and the head are never text for the
+#: extractor either.
+BASE_SKIP = (
     "template", "svg", "math", "iframe", "object", "canvas", "select", "button",
-    "nav", "aside", "menu",
-    "header:not(article header, main header)", "footer:not(article footer, main footer)",
     "[hidden]", "[aria-hidden=true]",
-    "[role=navigation]", "[role=banner]", "[role=contentinfo]", "[role=complementary]", "[role=menu]",
 )
+#: Elements whose text is not page content in the visible text: page-level navigation,
+#: site header and footer, sidebars (an ``<article>``'s or ``<main>``'s own header and
+#: footer are content: a byline) and ARIA landmarks of boilerplate; unless marked
+#: ``KEEP`` (:func:`extract_text`).
+KEEP = "data-crawler-keep"
+CHROME_SELECTORS = (
+    "nav", "aside", "menu", "header:not(article header, main header)",
+    "footer:not(article footer, main footer)", "[role=navigation]", "[role=banner]",
+    "[role=contentinfo]", "[role=complementary]", "[role=menu]",
+)
+SKIP_SELECTORS = (*BASE_SKIP, *(f"{selector}:not([{KEEP}])" for selector in CHROME_SELECTORS))
 _SKIP = list(SKIP_SELECTORS)
+_CHROME = ", ".join(CHROME_SELECTORS)
 _LINKS = "a[href], area[href]"
 
 
@@ -59,8 +66,24 @@ def lines(text: str) -> str:
     return "\n".join(line for line in (" ".join(raw.split()) for raw in text.split("\n")) if line)
 
 
+def _keep_wrappers(tree: HTMLTree) -> None:
+    """Mark ``KEEP`` the chrome elements that hold more than half the body's text: not
+    chrome but a wrapper, such as a ``<header>`` left unclosed around the whole page."""
+    body = tree.body
+    if body is None:
+        return
+    with uncached_nodes():
+        chrome = body.query_selector_all(_CHROME).values()
+        if chrome:
+            half = len(body.text) / 2
+            for element in chrome:
+                if len(element.text) > half:
+                    element.setattr(KEEP, "")
+
+
 def extract_text(tree: HTMLTree) -> str:
     """The page's visible text: one line per block, spaces collapsed, blank lines dropped."""
+    _keep_wrappers(tree)
     raw = extract_plain_text(tree, preserve_formatting=True, list_bullets=False, alt_texts=False,
                              skip_elements=_SKIP)
     return lines(raw)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from scrapy.http import HtmlResponse
 from twisted.python.failure import Failure
 
+from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.extract.page import extract_page
 from crawler.frontier.codec import mark_failed
@@ -34,6 +35,7 @@ class PageCaptureMiddleware:
     def __init__(self, crawler: Crawler, normalize: UrlNormalizer) -> None:
         self.crawler = crawler
         self.normalize = normalize
+        self.text_mode = crawler.settings.get("TEXT_EXTRACTION", defaults.TEXT_EXTRACTION)
         self.clock = StageClock(crawler.stats)
 
     @classmethod
@@ -44,7 +46,7 @@ class PageCaptureMiddleware:
         if getattr(self.crawler.spider, "yields_pages", False) or not isinstance(response, HtmlResponse):
             return
         url = self.normalize(response.url) or response.url
-        page = extract_page(response, url, self.clock)[0]
+        page = extract_page(response, url, self.clock, self.text_mode)[0]
         self.crawler.stats.inc_value("capture/pages")
         results = self.crawler.signals.send_catch_log(crawler_signals.page_captured, page=page,
                                                       response=response)

@@ -13,6 +13,7 @@ from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.dedup.fingerprints import content_fingerprints
 from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIndex
+from crawler.dedup.same import SameText
 from crawler.dedup.split import cluster_content_index
 from crawler.frontier.connection import first_redis, uses_cluster, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
@@ -60,7 +61,7 @@ class ContentSeenMiddleware:
                  index: ContentIndex | None = None, calls: SparedCalls | None = None) -> None:
         self.stats = stats
         self.clock = StageClock(stats)
-        self.min_words = min_words
+        self.same = SameText(max_distance, min_words)  # the crawl's one test of the same page
         self.index = index if index is not None else MemoryContentIndex(max_distance)
         self.calls = calls  # the index's calls off the reactor (a shared one), or inline
         self._index_down = False
@@ -126,7 +127,7 @@ class ContentSeenMiddleware:
         if not words or outcome(last, page.status, digest) == UNCHANGED:
             return None
         return (bytes.fromhex(digest), page.simhash, page.url, url_host(page.url),
-                words >= self.min_words)
+                self.same.comparable(words))
 
     def _unreachable(self, error: RedisError) -> bool:
         """The page is taken as an original; said once per outage, not once per page, and at

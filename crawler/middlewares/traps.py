@@ -124,7 +124,7 @@ class TrapsMiddleware:
             page.soft_404 = True
             page.duplicate_of, page.duplicate_kind = probe.url, "soft_404"
         elif words:
-            self.traps.observe(page.url, page.content_sha256)
+            self.traps.observe(page.url, page.content_sha256, page.simhash, words)
         duplicate = counts_for_demotion(page.fetched_url or page.url, page.duplicate_of, page.duplicate_kind)
         return self.traps.page_seen(page.url, duplicate)
 

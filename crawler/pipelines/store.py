@@ -115,6 +115,8 @@ def page_record(page: Page, warc: dict, text: dict | None, digest: str | None) -
         "canonical": page.canonical,
         "fetched_url": page.fetched_url,
         "meta_robots": page.meta_robots,
+        "lang": page.lang,
+        "published": page.published,
         "revisit": page.revisit,
         "next_visit": None if state is None else iso_time(state["next_visit"]),
         "revisit_interval": None if state is None else state["interval"],

@@ -16,8 +16,8 @@ from scrapy.utils.sitemap import Sitemap
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.addon import scrapy_tool
-from crawler.extract.html import extract_text, parse_html
-from crawler.extract.page import extract_page, not_modified_page
+from crawler.extract.html import parse_html
+from crawler.extract.page import extract_page, not_modified_page, page_text
 from crawler.frontier.codec import KEEP_LEASE_META
 from crawler.frontier.connection import uses_redis
 from crawler.items import Page, ProbeAnswer
@@ -135,6 +135,7 @@ class WebSpider(scrapy.Spider):
         self.depth_limit = settings.getint("DEPTH_LIMIT")
         self.sitemap_maxsize = settings.getint("SITEMAP_MAXSIZE", defaults.SITEMAP_MAXSIZE)
         self.feed_html = settings.getbool("FEED_PAGE_HTML", defaults.FEED_PAGE_HTML)
+        self.text_mode = settings.get("TEXT_EXTRACTION", defaults.TEXT_EXTRACTION)
         self.scope = scope
         self.allowed_domains: list[str] | None = None
         # Redirects bypass the link follower: Scrapy's OffsiteMiddleware keeps them in scope
@@ -209,7 +210,8 @@ class WebSpider(scrapy.Spider):
             response.meta[KEEP_LEASE_META] = True  # not stored: fetched again on resume
             return
         depth = response.meta.get("depth", 0)
-        page, hrefs, base = extract_page(response, self._normalize(response.url) or response.url, self.clock)
+        page, hrefs, base = extract_page(response, self._normalize(response.url) or response.url, self.clock,
+                                         self.text_mode)
         self._canonical(page, response)
         asks = PageDirectives()
         if self.meta_robots_token is not None:
@@ -244,7 +246,9 @@ class WebSpider(scrapy.Spider):
     def parse_probe(self, response: Response) -> Iterator[ProbeAnswer]:
         """A host's answer at its soft-404 probe path (``TrapsMiddleware``): its text, never a page."""
         if isinstance(response, HtmlResponse):
-            yield ProbeAnswer(response.url, extract_text(parse_html(response.body, response.encoding)))
+            # The same text as a page's, so that a page like the probe's answer is found.
+            tree = parse_html(response.body, response.encoding)
+            yield ProbeAnswer(response.url, page_text(tree, self.text_mode).text)
 
     def _follow(self, page: Page, hrefs: list[str], base: str, depth: int) -> Iterator[scrapy.Request]:
         if page.duplicate_of:

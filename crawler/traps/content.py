@@ -6,7 +6,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crawler.dedup.simhash import hamming
+from crawler.dedup.same import SameText, TextPrint
 from crawler.traps.params import same_resource
 
 
@@ -25,13 +25,10 @@ class Probe:
     simhash: int
 
 
-def is_soft_404(sha256: str, simhash: int, words: int, probe: Probe, max_distance: int,
-                min_words: int) -> bool:
-    """A page whose text is the probe's (exactly, or with at least ``min_words`` words
-    within ``max_distance`` simhash bits) is the host's "not found" answer."""
-    if sha256 == probe.sha256:
-        return True
-    return words >= min_words and hamming(simhash, probe.simhash) <= max_distance
+def is_soft_404(page: TextPrint, probe: Probe, same: SameText) -> bool:
+    """A page whose text is the probe's (the crawl's one test of the same page) is the
+    host's "not found" answer."""
+    return same.same(page, TextPrint(probe.sha256, probe.simhash))
 
 
 def counts_for_demotion(url: str, duplicate_of: str | None, kind: str | None) -> bool:

@@ -5,13 +5,15 @@ A *parameter* is a query parameter (``sid`` in ``?sid=1``) or a path parameter
 one host whose URLs differ only in one parameter's value come back with the same text
 on ``evidence`` distinct values, the parameter says nothing about the page: it is
 learned as irrelevant for the host and removed from its later URLs. One value that
-changes the text makes the parameter relevant for good.
+changes the text makes the parameter relevant for good; "the same text" is the crawl's
+one test of the same page (``crawler.dedup.same``), so a clock line is no change.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from operator import eq
 
 LEARN, RELEVANT = "learn", "relevant"
 
@@ -81,12 +83,15 @@ def same_resource(url: str, other: str) -> bool:
     return bare(url) == bare(other)
 
 
-def verdict(texts: Mapping[str, str], evidence: int) -> str | None:
+def verdict(texts: Mapping[str, str], evidence: int,
+            same: Callable[[str, str], bool] = eq) -> str | None:
     """What the texts seen for one parameter over one ``rest`` URL (value -> text
-    hash) say: ``RELEVANT`` when two values gave different texts, ``LEARN`` when
-    ``evidence`` distinct values gave one text, else None (not known yet)."""
-    distinct = set(texts.values())
-    if len(distinct) > 1:
+    print, ``crawler.dedup.same.TextPrint.token``) say: ``RELEVANT`` when two values
+    gave texts that are not the same (``same``: ``SameText.same_tokens``, so a near copy
+    is no change), ``LEARN`` when ``evidence`` distinct values gave the same text, else
+    None (not known yet)."""
+    distinct = list(dict.fromkeys(texts.values()))
+    if any(not same(a, b) for i, a in enumerate(distinct) for b in distinct[i + 1:]):
         return RELEVANT
     return LEARN if len(texts) >= evidence else None
 

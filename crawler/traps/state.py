@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from crawler.dedup.same import SameText
 from crawler.traps.content import Probe, is_soft_404, should_demote
 from crawler.traps.params import LEARN, strip_params, variants, verdict
 from crawler.traps.store import TrapStore
@@ -48,6 +49,7 @@ class Traps:
         self.store = store
         self.stats = stats
         self.settings = settings or TrapSettings()
+        self.same = SameText(self.settings.max_distance, self.settings.min_words)
         self.clock = clock
         self._params: dict[str, tuple[float, frozenset[str], frozenset[str]]] = {}
         self._probes: dict[str, tuple[float, Probe | None]] = {}
@@ -89,9 +91,11 @@ class Traps:
             return None
         return stripped
 
-    def observe(self, url: str, digest: str) -> None:
-        """The page at ``url`` has text ``digest``: evidence for each of its parameters
-        not settled yet; a parameter with enough of it is settled (logged once)."""
+    def observe(self, url: str, digest: str, simhash: int | None = None, words: int = 0) -> None:
+        """The page at ``url`` has text ``digest`` (SHA-256 hex; ``simhash`` and
+        ``words`` for the near test): evidence for each of its parameters not settled
+        yet; a parameter with enough of it is settled (logged once)."""
+        token = self.same.print(digest, simhash, words).token()
         if not self.settings.evidence:
             return
         host = url_host(url)
@@ -100,8 +104,8 @@ class Traps:
             if v.name in settled:
                 continue
             rest = _key(strip_params(v.rest, learned))
-            texts = self.store.observe(host, v.name, rest, v.value, digest[:16], self.settings.evidence)
-            found = verdict(texts, self.settings.evidence)
+            texts = self.store.observe(host, v.name, rest, v.value, token, self.settings.evidence)
+            found = verdict(texts, self.settings.evidence, self.same.same_tokens)
             if found is None:
                 continue
             settled_here = self.store.settle(host, v.name, found == LEARN)
@@ -149,9 +153,9 @@ class Traps:
             probe = self.store.probe(host)
             cached = self._probes[host] = (float("inf") if probe else now + self.settings.refresh, probe)
         probe = cached[1]
-        s = self.settings
-        if probe is None or url == probe.url or not is_soft_404(sha256, simhash, words, probe,
-                                                                s.max_distance, s.min_words):
+        if probe is None or url == probe.url:
+            return None
+        if not is_soft_404(self.same.print(sha256, simhash, words), probe, self.same):
             return None
         self.stats.inc_value("traps/soft_404")
         return probe
