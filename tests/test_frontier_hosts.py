@@ -257,3 +257,18 @@ def test_a_host_keyed_while_its_fetch_is_in_flight_is_not_fetched_twice(make_fro
     assert f.next(0.5) is None  # other's fetch is still in flight under the shared key...
     finish(f, other, 0.5)
     assert claim(f, 100.0).host == first.host  # ...and the last URL goes once both are done
+
+
+def test_the_dashboards_host_details_read_in_flight_next_allowed_and_backoff(make_frontier):
+    if make_frontier.backend == "embedded":
+        pytest.skip("the embedded backend's rows are read by SQL (crawler.service.counts)")
+    f = make_frontier()
+    f.add([entry("http://a.test/1"), entry("http://a.test/2"), entry("http://b.test/1")])
+    now = 1000.0
+    first = claim(f, now)
+    idle_host = "b.test" if first.host == "a.test" else "a.test"
+    busy, idle = f.host_details([first.host, idle_host])
+    assert (busy[0], busy[2], busy[3]) == (1, 0.0, 0) and idle[0] == 0
+    f.fetched(first.fp, first.token, now, 0.5, 503, 120.0)  # 503 with Retry-After: backed off
+    in_flight, next_allowed, backoff, _ = f.host_details([first.host])[0]
+    assert in_flight == 0 and backoff >= 120 and next_allowed >= now + 120

@@ -77,6 +77,24 @@ class RedisReporting:
             sizes[host] = sizes.get(host, 0) + n
         return sorted(sizes.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
+    def host_details(self, hosts: list[str]) -> list[tuple[int, float | None, float, int]]:
+        """For each host: (fetches in flight, next allowed fetch in epoch seconds, backoff in
+        seconds, URLs waiting for a retry), from its politeness key's times (a view for the
+        dashboard: two pipelined round trips)."""
+        pipe = self.redis.pipeline(transaction=False)
+        for host in hosts:
+            pipe.hget(self.prefix + "host:" + host, "group")
+            pipe.scard(self.prefix + "hwait:" + host)
+        replies = pipe.execute()
+        groups = [(group or host.encode()).decode() for host, group in zip(hosts, replies[::2], strict=True)]
+        for group in groups:
+            pipe.hmget(self.prefix + "host:" + group, "busy", "next_allowed", "backoff")
+        out = []
+        for (busy, next_allowed, backoff), waiting in zip(pipe.execute(), replies[1::2], strict=True):
+            out.append((int(busy or 0), float(next_allowed) if next_allowed else None, float(backoff or 0),
+                        int(waiting)))
+        return out
+
     def forget(self) -> int:
         """Delete every key of this crawl; returns how many."""
         deleted = 0

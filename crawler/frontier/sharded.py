@@ -311,6 +311,9 @@ class ShardedRedisFrontier:
         merged = [item for shard in self.shards for item in shard.host_queues(limit)]
         return sorted(merged, key=lambda item: (-item[1], item[0]))[:limit]
 
+    def host_details(self, hosts: list[str]) -> list[tuple[int, float | None, float, int]]:
+        return [self.shards[self.shard_of(host)].host_details([host])[0] for host in hosts]
+
     def forget(self) -> int:
         return sum(shard.forget() for shard in self.shards)
 

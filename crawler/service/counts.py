@@ -73,11 +73,14 @@ class FrontierReader:
 
     def hosts(self, crawl_id: str, limit: int = 20) -> list[dict]:
         """The top hosts by URLs queued: queued, in flight, next allowed fetch (epoch
-        seconds), backoff (seconds) and errors (URLs waiting for a retry or given up).
-        On Redis only the queue lengths are read (a scan): the rest is null."""
+        seconds), backoff (seconds) and errors (URLs waiting for a retry or given up; on
+        Redis, waiting for a retry: its dead letters are not kept by host)."""
         if self.redis:
-            return [{**row, "in_flight": None, "next_allowed": None, "backoff": None, "errors": None}
-                    for row in self.host_queues(crawl_id, limit)]
+            rows = self.host_queues(crawl_id, limit)
+            details = self._redis_frontier(crawl_id).host_details([row["host"] for row in rows])
+            return [{**row, "in_flight": busy, "next_allowed": next_allowed, "backoff": backoff,
+                     "errors": waiting} for row, (busy, next_allowed, backoff, waiting) in zip(rows, details,
+                                                                                               strict=True)]
         try:
             rows = _read_only(embedded_frontier_path(self.settings, crawl_id), _HOSTS_SQL,
                               (QUEUED, LEASED, WAITING, DEAD, limit))
