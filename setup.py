@@ -45,7 +45,9 @@ setup(
                  # tests/test_urls_from_network.py fuzzes the link and redirect paths.
                  "hypothesis>=6.100"],
         # bench/ compares with these in the same run (bench/parsers.py: selectolax).
-        "bench": ["simhash>=2.1.2,<3", "selectolax>=1.0,<2"],
+        "bench": ["simhash>=2.1.2,<3", "selectolax>=1.0,<2",
+                  # bench/soak.py draws docs/reliability.md's plots.
+                  "matplotlib>=3.8"],
     },
     entry_points={
         # scrapyd and scrapyd-deploy find the project settings here.
