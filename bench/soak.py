@@ -240,8 +240,8 @@ class Soak:
             now = time.time() - self.began
             while pending and pending[0][0] <= now:
                 _, step, fault = pending.pop(0)
-                print(f"[{now:7.1f} s] {step} {fault.name} {fault.skipped}".rstrip(), flush=True)
                 (self.begin if step == "begin" else self.end)(fault)
+                print(f"[{now:7.1f} s] {step} {fault.name} {fault.skipped}".rstrip(), flush=True)
             self._note_exits()
             time.sleep(0.2)
 

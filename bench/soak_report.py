@@ -117,7 +117,10 @@ def report(o: Outcome) -> tuple[list[str], bool]:
     steady = [s for s in o.samples if s.at >= o.warm]
     if o.embedded:
         points = [(s.at, s.state_mb) for s in steady if s.state_mb is not None]
-        what = "embedded database"
+        what = "embedded databases"
+        wal = [s.wal_mb for s in steady if getattr(s, "wal_mb", None) is not None]
+        if wal:
+            row("their write-ahead logs", f"at most {max(wal):.2f} MB", "bounded (info)", True)
     else:
         points = [(s.at, s.redis_memory) for s in steady if s.redis_memory is not None]
         what = "Redis used_memory"
@@ -150,6 +153,9 @@ def report(o: Outcome) -> tuple[list[str], bool]:
     for fault in o.faults:
         if _skipped(fault):
             row(f"fault {fault.name} at {fault.at:.0f} s", "skipped", fault.skipped, True)
+            continue
+        if fault.end > o.length - 10:
+            row(f"fault {fault.name} at {fault.at:.0f} s", "ends with the soak", "(not judged)", True)
             continue
         before = tens[max(0, int(fault.at // 10) - 6):int(fault.at // 10)]
         level = sum(before) / len(before) if before else 0

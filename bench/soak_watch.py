@@ -50,7 +50,8 @@ class Sample:
     families: Counter = field(default_factory=Counter)
     fetches: int = 0
     log_lines: dict[str, int] = field(default_factory=dict)
-    state_mb: float | None = None  # the embedded crawl's database
+    state_mb: float | None = None  # the embedded crawl's databases, without their WAL files
+    wal_mb: float | None = None  # their write-ahead logs (SQLite reuses them: bounded by checkpoints)
 
 
 class Watcher:
@@ -77,7 +78,7 @@ class Watcher:
         while not self._stop.wait(self.every):
             try:
                 self.samples.append(self.sample())
-            except (OSError, ValueError) as error:  # a process or file gone mid-sample: the next one
+            except (OSError, ValueError, KeyError) as error:  # a process or file gone mid-sample
                 print(f"sample skipped: {error!r}", file=sys.stderr)
 
     def sample(self) -> Sample:
@@ -94,7 +95,8 @@ class Watcher:
             except redis.RedisError:  # frozen or restarting: a gap in the plot
                 sample.redis_memory = None
         else:
-            sample.state_mb = _size(self.state) / 2**20
+            sample.state_mb = _size(self.state, wal=False) / 2**20
+            sample.wal_mb = _size(self.state, wal=True) / 2**20
         sample.log_lines = {name: _lines(path) for name, path in self.logs.items()}
         return sample
 
@@ -111,12 +113,14 @@ def family_bytes(redis_url: str) -> Counter:
     return sizes
 
 
-def _size(folder: Path) -> int:
-    """Bytes of the files under ``folder`` (files that vanish while counted count 0)."""
+def _size(folder: Path, wal: bool) -> int:
+    """Bytes of the SQLite files under ``folder``: the databases, or with ``wal`` their
+    -wal and -shm files (files that vanish while counted count 0)."""
     total = 0
-    for path in folder.rglob("*"):
-        with contextlib.suppress(OSError):
-            total += path.stat().st_size if path.is_file() else 0
+    for path in folder.rglob("*.sqlite*"):
+        if path.name.endswith(("-wal", "-shm")) == wal:
+            with contextlib.suppress(OSError):
+                total += path.stat().st_size
     return total
 
 
