@@ -3,9 +3,10 @@
 Several Redis workers (or, with ``--embedded``, one process with its own database) crawl
 ``bench/soak_web.py``'s web continuously (``CRAWL_CONTINUOUS``, revisit intervals of
 seconds): ``--hosts`` hosts of ``--pages`` pages, a third of them changing every
-``--period`` seconds, every page answering conditional requests, names served by a real
-dnsmasq. Faults fall on a timeline (``--faults``, minutes; the default schedule is spread
-over ``--minutes``):
+``--period`` seconds, every page answering conditional requests, beside the hosts of
+``tests/hostileweb.py`` (bombs, endless bodies, stalls; ``--no-hostile`` leaves them
+out), names served by a real dnsmasq. Faults fall on a timeline (``--faults``, minutes;
+the default schedule is spread over ``--minutes``):
 
 - ``kill``: kill -9 a worker and start it again 5 s later;
 - ``freeze``: SIGSTOP Redis for 15 s, then SIGCONT;
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import pickle
 import signal
@@ -42,6 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "bench")]
 
 from dns_server import DnsServer  # noqa: E402
+from hostileweb import HostileWeb  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 from soak_report import Outcome, plot, report  # noqa: E402
 from soak_watch import Watcher, family_bytes  # noqa: E402
@@ -106,6 +109,7 @@ class Soak:
         self.web = SoakWeb(args.hosts, args.pages, args.period)
         self.dns = DnsServer(run_dir)
         self.redis = None if args.embedded else RedisServer(run_dir, appendonly=True)
+        self.hostile = HostileWeb() if args.hostile else None
         self.store = run_dir / "store"
         self.workers: dict[str, subprocess.Popen] = {}
         self.restarted: set[str] = set()
@@ -200,14 +204,20 @@ class Soak:
 
     # -------------------------------------------------------------------- run
     def run(self, faults: list[Fault]) -> Outcome:
-        with small_disk(self.store, self.args.disk) as mounted:
+        with small_disk(self.store, self.args.disk) as mounted, contextlib.ExitStack() as stack:
             self.disk_mounted = mounted
             self.web.start()
+            seeds = [self.web.url(h) for h in self.web.hosts]
+            names = {host: ["127.0.0.1"] for host in self.web.hosts}
+            if self.hostile is not None:
+                stack.enter_context(self.hostile)
+                seeds += [self.hostile.url(name) for name in self.hostile.hosts]
+                names.update({f"{name}.test": ["127.0.0.1"] for name in self.hostile.hosts})
             self.dns.start()
-            self.dns.set_records({host: ["127.0.0.1"] for host in self.web.hosts})
+            self.dns.set_records(names)
             if self.redis is not None:
                 self.redis.start()
-            (self.run_dir / "seeds.txt").write_text("".join(self.web.url(h) + "\n" for h in self.web.hosts))
+            (self.run_dir / "seeds.txt").write_text("".join(url + "\n" for url in seeds))
             self.began = time.time()
             for name in self.names():
                 self.start_worker(name)
@@ -282,12 +292,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds between a changing page's versions")
     parser.add_argument("--faults", default=None, help=f"name@minute,... (default {DEFAULT_FAULTS}, scaled)")
     parser.add_argument("--disk", default="1g", help="size of the store's tmpfs")
+    parser.add_argument("--no-hostile", dest="hostile", action="store_false",
+                        help="leave out tests/hostileweb.py's hosts (bombs, endless bodies, stalls)")
     parser.add_argument("--sample", type=float, default=5.0, help="seconds between samples")
     parser.add_argument("--plot", type=Path, default=None, help="write the plots to this PNG")
     parser.add_argument("--keep", type=Path, default=None, help="run in this folder and keep it")
     parser.add_argument("--save", type=Path, default=None, help="save what was measured (pickle) here")
     parser.add_argument("--replot", type=Path, default=None, help="report and plot a saved soak, no crawl")
     args = parser.parse_args(argv)
+    # The hostile web's idle keep-alive connections time out in its server: not the soak's news.
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     if args.replot is not None:
         with args.replot.open("rb") as saved:
             return finish(pickle.load(saved), args.plot)

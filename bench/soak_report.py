@@ -91,7 +91,9 @@ def report(o: Outcome) -> tuple[list[str], bool]:
     expected = set(o.web.page_urls()) | {o.web.url(h) for h in o.web.hosts}
     stored = o.stored & expected
     row("reachable pages stored", f"{len(stored)} of {len(expected)}", "all", stored == expected)
-    row("dead letters", f"{len(o.dead_letters)}", "0 (every URL answers)", not o.dead_letters)
+    hostile = [letter for letter in o.dead_letters if ".test:" in letter.get("url", "")]
+    row("dead letters", f"{len(o.dead_letters)} ({len(hostile)} of hostile hosts)",
+        "only hostile hosts' URLs", len(hostile) == len(o.dead_letters))
 
     changing = [o.web.url(h, f"/p/{j}") for h in o.web.hosts for j in range(o.web.pages)
                 if o.web.changing(f"/p/{j}")]
