@@ -133,6 +133,7 @@ class Soak:
         }
         if self.redis is not None:
             settings["REDIS_URL"] = self.redis.url
+        settings.update(dict(item.split("=", 1) for item in self.args.set))
         return settings
 
     def start_worker(self, name: str) -> None:
@@ -294,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--disk", default="1g", help="size of the store's tmpfs")
     parser.add_argument("--no-hostile", dest="hostile", action="store_false",
                         help="leave out tests/hostileweb.py's hosts (bombs, endless bodies, stalls)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a crawl setting for every worker (for example REVISIT_JITTER=0)")
     parser.add_argument("--sample", type=float, default=5.0, help="seconds between samples")
     parser.add_argument("--plot", type=Path, default=None, help="write the plots to this PNG")
     parser.add_argument("--keep", type=Path, default=None, help="run in this folder and keep it")

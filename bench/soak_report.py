@@ -152,6 +152,9 @@ def report(o: Outcome) -> tuple[list[str], bool]:
         row("busiest / quietest steady minute", f"{ratio:.2f} ({busiest} / {quietest} fetches, "
             f"{len(minutes)} minutes)", "<= 1.5", ratio <= 1.5)
     tens = bins(times, 10, o.length + 120)
+    steady_tens = [c for b, c in enumerate(tens[:int(o.length // 10)]) if o.quiet(b * 10, b * 10 + 10)]
+    if steady_tens:
+        row("steady fetches per 10 s", f"{min(steady_tens)} to {max(steady_tens)}", "(info)", True)
     for fault in o.faults:
         if _skipped(fault):
             row(f"fault {fault.name} at {fault.at:.0f} s", "skipped", fault.skipped, True)

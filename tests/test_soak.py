@@ -28,7 +28,7 @@ pytestmark = [
 
 def test_a_short_soak_keeps_state_bounded_and_loses_no_page(tmp_path):
     args = argparse.Namespace(minutes=2.5, workers=3, embedded=False, hosts=8, pages=9, period=10.0,
-                              disk="256m", sample=3.0, hostile=False)
+                              disk="256m", sample=3.0, hostile=False, set=[])
     faults = parse_faults("kill@0.6,freeze@1.3", args.minutes, 1.0)
     outcome = Soak(args, tmp_path).run(faults)
     lines = "\n".join(report(outcome)[0])
