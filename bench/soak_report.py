@@ -204,7 +204,7 @@ def plot(o: Outcome, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(4, 1, figsize=(10, 11), sharex=True)
+    fig, axes = plt.subplots(4, 1, figsize=(12, 11), sharex=True)
     minutes = [s.at / 60 for s in o.samples]
     shared = axes[0]
     if o.embedded:
@@ -212,6 +212,7 @@ def plot(o: Outcome, path: Path) -> None:
     else:
         shared.plot(minutes, [s.redis_memory for s in o.samples], label="Redis used_memory (MB)")
     shared.set_ylabel("MB")
+    shared.set_title("shared state", fontsize=9)
     shared.set_ylim(bottom=0)
     shared.legend(fontsize=7, loc="lower right")
     memory = axes[1]
@@ -219,6 +220,7 @@ def plot(o: Outcome, path: Path) -> None:
         rss = [s.workers.get(name, (math.nan,))[0] for s in o.samples]
         memory.plot(minutes, rss, label=f"worker {name} RSS")
     memory.set_ylabel("MB")
+    memory.set_title("each worker's RSS (a gap: killed)", fontsize=9)
     memory.legend(fontsize=7, loc="lower right")
     keys = axes[2]
     families = sorted({f for s in o.samples for f in s.families})
@@ -226,14 +228,16 @@ def plot(o: Outcome, path: Path) -> None:
         keys.plot(minutes, [s.families.get(family, math.nan) if s.redis_memory is not None else math.nan
                             for s in o.samples], label=family)
     keys.set_ylabel("Redis keys")
+    keys.set_title("Redis keys per family", fontsize=9)
     keys.set_yscale("symlog")
     if families:
-        keys.legend(fontsize=6, ncol=6, loc="upper left", bbox_to_anchor=(0, 1.35))
+        keys.legend(fontsize=6, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     rate = axes[3]
     times = [f.start - o.web.started for f in o.web.snapshot()]
     tens = bins(times, 10, o.length)
     rate.plot([(i * 10 + 5) / 60 for i in range(len(tens))], tens, label="fetches per 10 s (server side)")
     rate.set_ylabel("fetches / 10 s")
+    rate.set_title("fetch rate, server side (faults shaded)", fontsize=9)
     rate.set_xlabel("minutes")
     rate.legend(fontsize=7, loc="upper left")
     for ax in axes:
