@@ -116,6 +116,7 @@ class Soak:
         self.exits: dict[str, tuple[float, int]] = {}  # name -> (seconds after the end, code)
         self.left: set[str] = set()  # killed for good
         self._restart_victim = ""
+        self.filling = False
         self.filler = self.store / "filler"
 
     # ---------------------------------------------------------------- workers
@@ -184,11 +185,17 @@ class Soak:
         elif name == "restart":
             self.redis.restart()
         elif name == "disk":
-            free = os.statvfs(self.store)
-            with self.filler.open("wb") as filler, contextlib.suppress(OSError):
-                os.posix_fallocate(filler.fileno(), 0, free.f_bavail * free.f_frsize)
+            self.filling = True
+            self.fill()
         elif name == "dns":
             self.dns.stop()
+
+    def fill(self) -> None:
+        """Grow the filler by what the store's disk has free: the crawl's own files shrink
+        (a record cut back, a file rotated), so the fault tops it up all along."""
+        free = os.statvfs(self.store)
+        with self.filler.open("ab") as filler, contextlib.suppress(OSError):
+            os.posix_fallocate(filler.fileno(), filler.tell(), max(1, free.f_bavail * free.f_frsize))
 
     def end(self, fault: Fault) -> None:
         if fault.skipped and not fault.skipped.startswith("worker"):
@@ -199,6 +206,7 @@ class Soak:
         elif fault.name == "freeze":
             os.kill(self.redis.process.pid, signal.SIGCONT)
         elif fault.name == "disk":
+            self.filling = False
             self.filler.unlink(missing_ok=True)
         elif fault.name == "dns":
             self.dns.start()
@@ -254,6 +262,8 @@ class Soak:
                 (self.begin if step == "begin" else self.end)(fault)
                 print(f"[{now:7.1f} s] {step} {fault.name} {fault.skipped}".rstrip(), flush=True)
             self._note_exits()
+            if self.filling:
+                self.fill()
             time.sleep(0.2)
 
     def _note_exits(self) -> None:
