@@ -107,7 +107,7 @@ class Soak:
         self.began = time.time()
         self.length = args.minutes * 60
         self.web = SoakWeb(args.hosts, args.pages, args.period)
-        self.dns = DnsServer(run_dir)
+        self.dns = DnsServer(run_dir, ttl=5)  # answers cached 5 s: an outage is felt
         self.redis = None if args.embedded else RedisServer(run_dir, appendonly=True)
         self.hostile = HostileWeb() if args.hostile else None
         self.store = run_dir / "store"
