@@ -61,7 +61,9 @@ setup(
         # bench/ compares with these in the same run (bench/parsers.py: selectolax).
         "bench": ["simhash>=2.1.2,<3", "selectolax>=1.0,<2",
                   # bench/text_quality.py: the main-content extractors we are compared with.
-                  "trafilatura>=2.0,<3", "readability-lxml>=0.8,<1"],
+                  "trafilatura>=2.0,<3", "readability-lxml>=0.8,<1",
+                  # bench/soak.py draws docs/reliability.md's plots.
+                  "matplotlib>=3.8"],
     },
     entry_points={
         # scrapyd and scrapyd-deploy find the project settings here.

@@ -181,8 +181,9 @@ class Adaptive:
 
     def __init__(self, web: Web, scale: float, weighted: bool, hot_share: float | None,
                  shape: tuple[float, float, float] = SHIPPED, waste_cost: float = 0.0,
-                 evidence: int = 10**9, dated_share: float = 0.0) -> None:
-        self.policy = RevisitPolicy(*(seconds * scale for seconds in shape), waste_cost, evidence)
+                 evidence: int = 10**9, dated_share: float = 0.0, jitter: float = 0.0) -> None:
+        self.policy = RevisitPolicy(*(seconds * scale for seconds in shape), waste_cost, evidence, jitter)
+        self.jitter_phase = np.random.default_rng(web.seed + 5).uniform(size=len(web)).tolist()
         self.changes, self.ages = web.changes, web.ages
         self.dated = (np.random.default_rng(web.seed + 4).uniform(size=len(web)) < dated_share).tolist()
         self.weights = [importance(d) if weighted else 1.0 for d in web.depths]
@@ -196,7 +197,8 @@ class Adaptive:
         def first(at: float) -> float:
             dated = self.dated[i] and self.ages is not None
             last_modified = formatdate(at - self.ages[i], usegmt=True) if dated else None
-            self.states[i] = self.policy.visit(None, at, 200, "0", None, last_modified, self.weights[i])[1]
+            self.states[i] = self.policy.visit(None, at, 200, "0", None, last_modified, self.weights[i],
+                                               phase=self.jitter_phase[i])[1]
             return self.states[i].next_visit - at
 
         at = -self.phase[i] * first(0.0)
@@ -210,7 +212,7 @@ class Adaptive:
         dated = self.dated[i] and version > 0
         last_modified = formatdate(self.changes[i][version - 1], usegmt=True) if dated else None
         self.states[i] = self.policy.visit(previous, t, 200, str(version), None, last_modified,
-                                           self.weights[i], stretch)[1]
+                                           self.weights[i], stretch, self.jitter_phase[i])[1]
         return self.states[i].next_visit
 
 
@@ -267,7 +269,7 @@ def calibrated(web: Web, budget: int, tolerance: float = 0.002, policy: type = A
 def compare(web: Web, budget: int, hot_share: float = defaults.REVISIT_HOT_SHARE, weighted: bool = True,
             shape: tuple[float, float, float] = SHIPPED, waste_cost: float = defaults.REVISIT_WASTE_COST,
             evidence: int = defaults.REVISIT_EVIDENCE, known_rates: bool = False,
-            dated_share: float = 0.0, oracles: bool = False) -> dict:
+            dated_share: float = 0.0, oracles: bool = False, jitter: float = defaults.REVISIT_JITTER) -> dict:
     """Every policy on one web and budget: name -> (Result, note). ``hot_share``,
     ``weighted``, ``shape``, ``waste_cost``, ``evidence`` and ``dated_share`` are ours
     (plain keeps the shipped shape); ``known_rates`` adds :class:`KnownRates` with ours' arguments;
@@ -278,7 +280,8 @@ def compare(web: Web, budget: int, hot_share: float = defaults.REVISIT_HOT_SHARE
     optimal = Periodic(allocation(np.array(web.rates), budget / web.horizon), web.seed + 2)
     plain_scale, plain = calibrated(web, budget, weighted=False, hot_share=None)
     ours_scale, ours = calibrated(web, budget, weighted=weighted, hot_share=hot_share, shape=shape,
-                                  waste_cost=waste_cost, evidence=evidence, dated_share=dated_share)
+                                  waste_cost=waste_cost, evidence=evidence, dated_share=dated_share,
+                                  jitter=jitter)
     days = "/".join(f"{seconds * ours_scale / DAY:.2f}" for seconds in shape)
     theory = expected(np.array(web.rates), optimal.freqs)[0]
     known = {}
@@ -296,7 +299,8 @@ def compare(web: Web, budget: int, hot_share: float = defaults.REVISIT_HOT_SHARE
         "plain halve/double": (plain, f"shipped intervals x{plain_scale:.3f}"),
         "ours": (ours, f"start/min/max {days} d, hot share {hot_share:g}"
                        + ("" if weighted else ", no importance")
-                       + (f", {dated_share:.0%} dated" if dated_share else "")),
+                       + (f", {dated_share:.0%} dated" if dated_share else "")
+                       + (f", jitter {jitter:g}" if jitter else "")),
         **known,
         "optimal (known rates)": (simulate(web, optimal), f"{theory:.4f} in theory"),
     }
@@ -350,6 +354,8 @@ def main() -> None:
                         help="share of pages whose Last-Modified dates their changes (default 0)")
     parser.add_argument("--oracle", action="store_true",
                         help="add the oracle told every rate from day 0, at half the fixed interval's waste")
+    parser.add_argument("--jitter", type=float, default=defaults.REVISIT_JITTER,
+                        help="ours: each wait up to this fraction longer, fixed per page (REVISIT_JITTER)")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--quick", action="store_true", help="3,000 pages: ~4 s")
     args = parser.parse_args()
@@ -362,7 +368,7 @@ def main() -> None:
     shape = tuple(float(days) * DAY for days in args.shape.split(","))
     print("\n".join(report(compare(web, budget, args.hot_share, not args.no_importance, shape,
                                     args.waste_cost, args.evidence, args.known_rates,
-                                    args.last_modified, args.oracle))))
+                                    args.last_modified, args.oracle, args.jitter))))
     print(f"\n({time.perf_counter() - began:.1f} s)")
 
 

@@ -45,3 +45,8 @@ def web_factory():
     yield make
     for web in webs:
         web.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked slow (minutes long) first, so that they run beside the rest rather than after."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -15,6 +15,7 @@ from crawler.frontier.revisit import (
     change_age,
     importance,
     lastmod_time,
+    revisit_phase,
 )
 
 DAY = 86400.0
@@ -154,3 +155,46 @@ def test_a_state_stored_before_dated_changes_existed_still_loads():
     old = {k: v for k, v in first().as_dict().items() if k not in gone}
     state = RevisitState.from_dict(old)
     assert (state.dated_changes, state.dated_age, state.first_age) == (0, 0.0, None)
+
+
+def test_the_revisit_phase_is_fixed_per_url_and_spread():
+    phases = [revisit_phase(f"http://h{n % 7}.test/p/{n}") for n in range(2000)]
+    assert phases[:5] == [revisit_phase(f"http://h{n % 7}.test/p/{n}") for n in range(5)]
+    assert all(0 <= p < 1 for p in phases)
+    assert sum(p < 0.5 for p in phases) == pytest.approx(1000, abs=100)
+
+
+def test_jitter_moves_a_wait_by_at_most_its_share_and_never_below_the_minimum():
+    policy = RevisitPolicy(7 * DAY, DAY, 30 * DAY, evidence=10**6, jitter=0.1)
+    waits = {phase: policy.visit(None, 0.0, 200, "a", None, None, phase=phase)[1].next_visit
+             for phase in (0.0, 0.5, 0.999)}
+    assert waits[0.5] == 7 * DAY
+    assert waits[0.0] == pytest.approx(0.9 * 7 * DAY)
+    assert waits[0.999] == pytest.approx(1.1 * 7 * DAY, rel=1e-3)
+    hot = policy.visit(None, 0.0, 200, "a", None, None, weight=7.0, phase=0.0)[1]
+    assert hot.next_visit == DAY  # 7 d / 7 is the minimum: no earlier
+    with pytest.raises(ValueError, match="REVISIT_JITTER"):
+        RevisitPolicy(jitter=1.5)
+
+
+def revisit_times(jitter: float, pages: int = 400, until: float = 3600.0) -> list[float]:
+    """Fetch times of ``pages`` unchanging pages first crawled together at 0, revisited at
+    a 60 s maximum interval."""
+    policy = RevisitPolicy(60.0, 30.0, 60.0, evidence=10**6, jitter=jitter)
+    times = []
+    for n in range(pages):
+        phase = revisit_phase(f"http://h{n % 20}.test/p/{n}")
+        state = policy.visit(None, 0.0, 200, "a", None, None, phase=phase)[1]
+        while state.next_visit < until:
+            times.append(state.next_visit)
+            state = policy.visit(state, state.next_visit, 304, None, None, None, phase=phase)[1]
+    return times
+
+
+@pytest.mark.parametrize("jitter, spread", [(0.0, False), (0.1, True)])
+def test_pages_crawled_together_drift_apart_into_a_steady_rate(jitter, spread):
+    """Without jitter the 400 pages fall due in one wave a minute; with it, after ten
+    minutes every 20 s has between 100 and 170 of them (400 x 20 / 60 = 133 on average)."""
+    times = revisit_times(jitter)
+    counts = [sum(start <= t < start + 20 for t in times) for start in range(600, 3600, 20)]
+    assert (min(counts) >= 100 and max(counts) <= 170) == spread, (min(counts), max(counts))

@@ -66,11 +66,13 @@ class ContentIndex(Protocol):
 
 
 class MemoryContentIndex:
-    """This process's pages: a dict of SHA-256 digests and a ``NearDupIndex``."""
+    """This process's pages: a dict of SHA-256 digests and a ``NearDupIndex``, one
+    version per URL (a page's new text replaces its old one)."""
 
     def __init__(self, max_distance: int = 3) -> None:
         self.exact: dict[bytes, str] = {}
         self.near = NearDupIndex(max_distance)
+        self.versions: dict[str, tuple[bytes, int | None]] = {}  # url -> its recorded text
         self.pages: Counter[str] = Counter()
         self.duplicates: Counter[str] = Counter()
 
@@ -81,10 +83,22 @@ class MemoryContentIndex:
         if match is not None:
             self.duplicates[host] += 1
         if record:
+            self._forget_version(url, sha)
             self.exact[sha] = url
+            self.versions[url] = (sha, simhash if near else None)
             if near:
                 self.near.add(simhash, url)
         return match
+
+    def _forget_version(self, url: str, sha: bytes) -> None:
+        """A page's new text replaces its old one: the index holds one version per URL."""
+        old = self.versions.get(url)
+        if old is None or old[0] == sha:
+            return
+        if self.exact.get(old[0]) == url:
+            del self.exact[old[0]]
+        if old[1] is not None:
+            self.near.remove(old[1], url)
 
     def duplicate_rate(self, host: str) -> float:
         pages = self.pages[host]
@@ -93,11 +107,14 @@ class MemoryContentIndex:
 
 # KEYS[1] = the index prefix P; ARGV = sha (16 bytes), simhash (8 bytes, big-endian), url,
 # host, near ('1' or '0'), k, then with near: the nearest simhash the caller found in the 4
-# buckets ('' for none), its distance, and the 4 bucket lengths it read. Returns {kind,
-# original} or nil. Layout: P x:<hex of sha's first 2 bytes> hash sha -> url; P n<t>:<hex of
-# block t> string of 8-byte simhashes whose block t has that value (t = 0..3, block 0 the
-# least significant 16 bits), append-only; P s:<hex of block 0> hash simhash -> sha; P pages
-# and P dups hashes host -> count.
+# buckets ('' for none), its distance, the 4 bucket lengths it read and the P cuts count it
+# read with them. Returns {kind, original} or nil. Layout: P x:<hex of sha's first 2 bytes>
+# hash sha -> url; P n<t>:<hex of block t> string of 8-byte simhashes whose block t has that
+# value (t = 0..3, block 0 the least significant 16 bits), appended to; P s:<hex of block 0>
+# hash simhash -> sha; P v:<first 3 hex of sha1(url)> hash url -> its recorded sha and
+# simhash: a page's new version replaces its old one (its entries leave x:, s: and the
+# buckets, and P cuts counts the buckets cut, so that a caller who read them before
+# rescans them whole); P pages and P dups hashes host -> count.
 _CHECK_AND_ADD = """
 local P, sha, fp, url, host = KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 -- As the frontier's scripts: on a Redis Cluster slot being moved, stop before any write.
@@ -116,11 +133,14 @@ if original then
 end
 if near then
   local best, best_distance = ARGV[7], tonumber(ARGV[8])
-  if best == '' then best, best_distance = nil, k + 1 end
+  -- a version replaced since the caller read the buckets cut them: scan them whole
+  local cut = (redis.call('GET', P .. 'cuts') or '0') ~= ARGV[13]
+  if best == '' or cut then best, best_distance = nil, k + 1 end
   -- fingerprints appended since the caller read the buckets: usually none
   local ones, bxor, q1, q2, q3, q4, q5, q6, q7, q8
   for t = 0, 3 do
-    local tail = redis.call('GETRANGE', P .. 'n' .. t .. ':' .. hex2(fp, 7 - 2 * t), ARGV[9 + t], -1)
+    local from = cut and 0 or ARGV[9 + t]
+    local tail = redis.call('GETRANGE', P .. 'n' .. t .. ':' .. hex2(fp, 7 - 2 * t), from, -1)
     if #tail > 0 and not ones then
       ones = {[0] = 0}  -- bits set in each byte value
       for v = 1, 255 do ones[v] = ones[bit.rshift(v, 1)] + v % 2 end
@@ -135,13 +155,37 @@ if near then
   end
   if best then
     local best_sha = redis.call('HGET', P .. 's:' .. hex2(best, 7), best)
-    original = redis.call('HGET', P .. 'x:' .. hex2(best_sha, 1), best_sha)
-    if original ~= url then
+    original = best_sha and redis.call('HGET', P .. 'x:' .. hex2(best_sha, 1), best_sha)
+    if original and original ~= url then
       redis.call('HINCRBY', P .. 'dups', host, 1)
       return {'near', original}
     end
   end
 end
+local version_key = P .. 'v:' .. redis.sha1hex(url):sub(1, 3)
+local old = redis.call('HGET', version_key, url)
+if old and old:sub(1, 16) ~= sha then
+  local old_sha, old_exact = old:sub(1, 16), P .. 'x:' .. hex2(old, 1)
+  if redis.call('HGET', old_exact, old_sha) == url then redis.call('HDEL', old_exact, old_sha) end
+  if #old == 24 then
+    local old_fp = old:sub(17, 24)
+    local s_key = P .. 's:' .. hex2(old_fp, 7)
+    if redis.call('HGET', s_key, old_fp) == old_sha then redis.call('HDEL', s_key, old_fp) end
+    for t = 0, 3 do
+      local key = P .. 'n' .. t .. ':' .. hex2(old_fp, 7 - 2 * t)
+      local data = redis.call('GET', key) or ''
+      for i = 1, #data, 8 do
+        if data:sub(i, i + 7) == old_fp then
+          data = data:sub(1, i - 1) .. data:sub(i + 8)
+          break
+        end
+      end
+      if #data == 0 then redis.call('DEL', key) else redis.call('SET', key, data) end
+    end
+    redis.call('INCR', P .. 'cuts')
+  end
+end
+redis.call('HSET', version_key, url, near and sha .. fp or sha)
 redis.call('HSETNX', exact_key, sha, url)
 if near then
   for t = 0, 3 do redis.call('APPEND', P .. 'n' .. t .. ':' .. hex2(fp, 7 - 2 * t), fp) end
@@ -161,8 +205,9 @@ class RedisContentIndex:
     what was appended to those buckets since the read (the buckets only grow), and
     records the page as an original when nothing matched, so of two workers fetching
     copies of one page at once exactly one keeps it. A page costs its 4 x 8 bytes in
-    the buckets, one simhash -> SHA entry and one SHA -> URL entry (``bench/dedup.py``
-    measures bytes and lookups/s). Only the first 16 bytes of the SHA-256 are kept:
+    the buckets, one simhash -> SHA entry, one SHA -> URL entry and one URL -> version
+    entry (``bench/dedup.py`` measures bytes and lookups/s): one version per URL, its
+    new text replacing its old one. Only the first 16 bytes of the SHA-256 are kept:
     128 bits, no collision in practice.
     """
 
@@ -175,13 +220,17 @@ class RedisContentIndex:
         self._script = client.register_script(_CHECK_AND_ADD)
 
     def _bucket_keys(self, simhash: int) -> list[str]:
-        return [f"{self.prefix}n{t}:{block:04x}" for t, block in enumerate(blocks(simhash))]
+        """The 4 buckets of `simhash`, then the count of cuts they are read with."""
+        return [*(f"{self.prefix}n{t}:{block:04x}" for t, block in enumerate(blocks(simhash))),
+                self.prefix + "cuts"]
 
-    def _nearest(self, simhash: int, buckets: list[bytes | None]) -> list[object]:
-        """Script arguments for what the caller saw: nearest simhash, its distance, bucket lengths."""
+    def _nearest(self, simhash: int, read: list[bytes | None]) -> list[object]:
+        """Script arguments for what the caller saw: nearest simhash, its distance, bucket
+        lengths, the count of cuts."""
+        buckets, cuts = read[:4], read[4]
         hit = nearest(simhash, map(packed_fingerprints, buckets), self.max_distance + 1)
         best = [b"", self.max_distance + 1] if hit is None else [hit[1].to_bytes(8, "big"), hit[0]]
-        return [*best, *(len(data or b"") for data in buckets)]
+        return [*best, *(len(data or b"") for data in buckets), cuts or b"0"]
 
     def _args(self, page: PageKeys, buckets: list[bytes | None] | None) -> list[object]:
         sha, simhash, url, host, near = page

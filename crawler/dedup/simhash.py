@@ -369,3 +369,21 @@ class NearDupIndex:
         found = hit[1]
         block0 = found & 0xFFFF
         return self._keys[block0][tables[0][block0].index(found)]  # type: ignore[index]
+
+    def remove(self, fp: int, key: str) -> bool:
+        """Forget one entry of fingerprint `fp` stored under `key` (a page's text that a
+        newer version replaces); False when there is none."""
+        fp = operator.index(fp)
+        block0 = fp & 0xFFFF
+        bucket, keys = self._tables[0][block0], self._keys[block0]
+        if bucket is None or keys is None:
+            return False
+        at = next((i for i, (value, owner) in enumerate(zip(bucket, keys, strict=True))
+                   if value == fp and owner == key), None)
+        if at is None:
+            return False
+        del bucket[at], keys[at]
+        for table, block in zip(self._tables[1:], blocks(fp)[1:], strict=True):
+            table[block].remove(fp)  # type: ignore[union-attr]
+        self._size -= 1
+        return True

@@ -12,10 +12,14 @@ evidence (a changed version's Last-Modified, when it dates the change, tells how
 it changed) and importance: halving and doubling settles every page where half its visits
 find a change, which spends the most fetches on the pages that change too fast to keep
 fresh (docs/freshness.md measures both). Hot pages are stretched while they take more
-than their share of the fetches (:class:`HotShare`)."""
+than their share of the fetches (:class:`HotShare`). Each wait is moved by up to
+``jitter`` of itself, earlier or later by a share fixed per URL (:func:`revisit_phase`):
+pages first crawled together have slightly different periods and drift apart, so a
+continuous crawl fetches at a steady rate instead of in waves."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import deque
 from dataclasses import asdict, dataclass
@@ -93,6 +97,13 @@ def change_age(previous_fetch: float, now: float, last_modified: str | None) -> 
     return None
 
 
+def revisit_phase(url: str) -> float:
+    """A fraction in [0, 1) fixed for ``url`` (its BLAKE2b hash): where in the jitter
+    window its revisits fall, the same on every worker and after every restart."""
+    digest = hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
 def importance(depth: int, sitemap_priority: float | None = None) -> float:
     """How much sooner than its interval a page is worth visiting: 2 for a seed, falling
     towards 1 with depth (pages near the seeds are the site's hubs), times 0.5 to 1.5 by
@@ -125,13 +136,16 @@ class RevisitPolicy:
     gaps between visits its interval halves on a change and doubles when unchanged;
     from then on it is the gap :class:`GapChooser` picks from those gaps, with a fetch's
     cost set so that a page known to change once per ``interval`` is revisited once per
-    ``interval``, and a fetch that finds no change costing ``waste_cost`` times more."""
+    ``interval``, and a fetch that finds no change costing ``waste_cost`` times more.
+    Each wait is multiplied by ``1 + jitter * (2 * phase - 1)`` (``jitter`` a fraction, 0
+    for none), never below the minimum interval."""
 
     interval: float = defaults.REVISIT_INTERVAL
     min_interval: float = defaults.REVISIT_MIN_INTERVAL
     max_interval: float = defaults.REVISIT_MAX_INTERVAL
     waste_cost: float = defaults.REVISIT_WASTE_COST
     evidence: int = defaults.REVISIT_EVIDENCE
+    jitter: float = defaults.REVISIT_JITTER
 
     def __post_init__(self) -> None:
         if not 0 < self.min_interval <= self.interval <= self.max_interval:
@@ -140,6 +154,8 @@ class RevisitPolicy:
                 f"REVISIT_MAX_INTERVAL, not {self.min_interval}, {self.interval}, {self.max_interval}")
         if self.waste_cost < 0:
             raise ValueError(f"REVISIT_WASTE_COST must be >= 0, not {self.waste_cost}")
+        if not 0 <= self.jitter <= 1:
+            raise ValueError(f"REVISIT_JITTER must be in [0, 1], not {self.jitter}")
         if self.evidence < 1:
             raise ValueError(f"REVISIT_EVIDENCE must be >= 1, not {self.evidence}")
         chooser = GapChooser(self.min_interval, self.max_interval, self.fetch_cost, self.waste_cost)
@@ -173,11 +189,12 @@ class RevisitPolicy:
 
     def visit(self, previous: RevisitState | None, now: float, status: int, sha: str | None,
               etag: str | None, last_modified: str | None, weight: float = 1.0,
-              stretch: float = 1.0) -> tuple[str, RevisitState]:
+              stretch: float = 1.0, phase: float = 0.5) -> tuple[str, RevisitState]:
         """(outcome, new state) of a visit at ``now``. ``weight``: :func:`importance`, a
         page's freshness is worth that much more (its fetches cost that much less);
-        ``stretch``: :meth:`HotShare.stretch` for a hot page. A 304 keeps the stored hash
-        and validators the server did not resend."""
+        ``stretch``: :meth:`HotShare.stretch` for a hot page; ``phase``:
+        :func:`revisit_phase` of the page (0.5 leaves the wait as it is).
+        A 304 keeps the stored hash and validators the server did not resend."""
         result = outcome(previous, status, sha)
         weight = max(weight, 1e-9)
         state = RevisitState(self.next_interval(previous, result), sha, etag, last_modified, now, now)
@@ -206,7 +223,7 @@ class RevisitPolicy:
             wait = self.halving_wait(state.interval, weight)
         if self.is_hot(state.interval):
             wait *= max(1.0, stretch)
-        state.next_visit = now + wait
+        state.next_visit = now + max(self.min_interval, wait * (1.0 + self.jitter * (2 * phase - 1)))
         return result, state
 
     @staticmethod

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.frontier.revisit import FIRST, HotShare, RevisitPolicy, RevisitState, importance
+from crawler.frontier.revisit import FIRST, HotShare, RevisitPolicy, RevisitState, importance, revisit_phase
 from crawler.items import Page
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ class RevisitPipeline:
     Runs after the content hashes (``ContentSeenMiddleware`` or ``ContentHashPipeline``)
     and before the store. Settings: ``REVISIT_INTERVAL``, ``REVISIT_MIN_INTERVAL``,
     ``REVISIT_MAX_INTERVAL``, ``REVISIT_WASTE_COST``, ``REVISIT_EVIDENCE``,
-    ``REVISIT_HOT_SHARE``. Stats: ``revisit/changed``,
+    ``REVISIT_HOT_SHARE``, ``REVISIT_JITTER``. Stats: ``revisit/changed``,
     ``revisit/unchanged``, ``revisit/not_modified``.
     """
 
@@ -45,7 +45,8 @@ class RevisitPipeline:
                           s.getfloat("REVISIT_MIN_INTERVAL", defaults.REVISIT_MIN_INTERVAL),
                           s.getfloat("REVISIT_MAX_INTERVAL", defaults.REVISIT_MAX_INTERVAL),
                           s.getfloat("REVISIT_WASTE_COST", defaults.REVISIT_WASTE_COST),
-                          s.getint("REVISIT_EVIDENCE", defaults.REVISIT_EVIDENCE)),
+                          s.getint("REVISIT_EVIDENCE", defaults.REVISIT_EVIDENCE),
+                          s.getfloat("REVISIT_JITTER", defaults.REVISIT_JITTER)),
             HotShare(s.getfloat("REVISIT_HOT_SHARE", defaults.REVISIT_HOT_SHARE)),
             crawler.stats,
         )
@@ -60,7 +61,8 @@ class RevisitPipeline:
             previous = RevisitState.from_dict(item.last_visit)
             result, state = self.policy.visit(
                 previous, item.fetched_at, item.status, item.content_sha256, item.etag,
-                item.last_modified, importance(item.depth, item.sitemap_priority), self.hot.stretch())
+                item.last_modified, importance(item.depth, item.sitemap_priority), self.hot.stretch(),
+                revisit_phase(item.url))
             self.hot.record(previous is not None and self.policy.is_hot(state.interval))
             item.revisit, item.revisit_state = result, state.as_dict()
             if result != FIRST:

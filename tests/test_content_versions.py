@@ -1,0 +1,94 @@
+"""The content-seen index holds one text version per URL: a page's new version replaces
+its old one, in memory and in a real redis-server, so a continuous crawl of a fixed set
+of URLs keeps a flat index however often its pages change."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+import pytest
+import redis
+from redis_server import RedisServer
+
+from crawler.dedup.index import Match, MemoryContentIndex, RedisContentIndex
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory):
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def client(redis_server):
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushdb()
+    yield client
+    client.close()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def index(request):
+    if request.param == "memory":
+        return MemoryContentIndex(3)
+    return RedisContentIndex(request.getfixturevalue("client"), "crawl-v", 3)
+
+
+def sha(text: str) -> bytes:
+    return hashlib.sha256(text.encode()).digest()
+
+
+def size(index) -> tuple[int, int]:
+    """(entries, bytes of simhash buckets) the index holds: in Redis the fields of its
+    hashes and the bytes of its strings (how many keys they take depends on how the
+    random fingerprints fall into buckets)."""
+    if isinstance(index, MemoryContentIndex):
+        return len(index.exact) + len(index.near) + len(index.versions), 0
+    client = index.redis
+    keys = list(client.scan_iter(match=index.prefix + "*", count=1000))
+    fields = sum(client.hlen(k) for k in keys if client.type(k) == b"hash")
+    strings = sum(client.strlen(k) for k in keys if client.type(k) == b"string")
+    return fields, strings - len(client.get(index.prefix + "cuts") or b"")
+
+
+def test_a_new_version_replaces_the_old_one(index):
+    url = "http://a.test/news"
+    index.check_and_add(sha("v1"), 0x0123_4567_89AB_CDEF, url, "a.test", True)
+    assert index.check_and_add(sha("v2"), 0x7E57_0000_FFFF_1111, url, "a.test", True) is None
+    # The old text belongs to no page any more: another URL with it is an original...
+    assert index.check_and_add(sha("v1"), 0x0123_4567_89AB_CDEF, "http://b.test/", "b.test", True) is None
+    # ...and the new one is the page's: a copy of it is found, exactly and near.
+    assert index.check_and_add(sha("v2"), 0x7E57_0000_FFFF_1111, "http://c.test/", "c.test", True) == Match(
+        "exact", url)
+    near_copy = index.check_and_add(sha("v2 near"), 0x7E57_0000_FFFF_1113, "http://d.test/", "d.test", True)
+    assert near_copy == Match("near", url)
+
+
+def test_key_counts_stay_flat_over_many_versions(index):
+    rng = random.Random(38)
+    urls = [f"http://h{n % 5}.test/p{n}" for n in range(40)]
+    sizes = []
+    for version in range(30):
+        for n, url in enumerate(urls):
+            near = n % 4 != 0  # short pages are compared exactly only
+            index.check_and_add(sha(f"{url} {version}"), rng.getrandbits(64), url, url[7:15], near)
+        sizes.append(size(index))
+    assert sizes[-1] == sizes[0], sizes  # 40 URLs x 30 versions hold what 40 x 1 held
+
+
+def test_a_version_cut_while_another_worker_read_the_buckets_loses_no_near_copy(client):
+    """Checks in a batch read every bucket first: a cut made after the read moves the
+    bytes a tail scan starts from, so the script rescans the buckets whole."""
+    index = RedisContentIndex(client, "crawl-v", 3)
+    first = 0x1111_2222_3333_ABCD
+    index.check_and_add(sha("a1"), first, "http://a.test/", "a.test", True)
+    other = 0x4444_5555_6666_ABCD  # same block 0, far from `first`
+    near_other = other ^ (1 << 40)
+    found = index.check_and_add_many([
+        (sha("a2"), 0x7777_8888_9999_0000, "http://a.test/", "a.test", True),  # cuts `first`
+        (sha("d"), other, "http://d.test/", "d.test", True),  # appended where `first` was
+        (sha("c"), near_other, "http://c.test/", "c.test", True),
+    ])
+    assert found == [None, None, Match("near", "http://d.test/")]
