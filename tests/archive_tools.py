@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from lxml import html as lxml_html
-from nginx_server import free_port
+from redis_server import end_process, free_port
 
 from crawler.extract.html import normalize_whitespace
 
@@ -100,10 +100,5 @@ class Wayback:
 
     def __exit__(self, *exc: object) -> None:
         if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+            end_process(self.process)
             self.process = None

@@ -7,14 +7,32 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from crawling import run_crawl
 from frontier_cases import cluster_url, make_frontier, redis_url  # noqa: F401  the contract's fixtures
 from moto.server import ThreadedMotoServer
-from redis_server import free_port
+from redis_server import RedisServer, free_port
 from testweb import Site, TestWeb
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory):
+    """A redis-server of the test module's own, on a free loopback port."""
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def client(redis_server):
+    """A client of ``redis_server``, its database emptied for each test."""
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushdb()
+    yield client
+    client.close()
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from redis_server import free_port
 
 _CONFIG = """\
 {user}worker_processes 1;
@@ -36,12 +37,6 @@ http {{
     }}
 }}
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Nginx:

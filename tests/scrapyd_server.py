@@ -13,7 +13,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from redis_server import free_port
+from redis_server import end_process, free_port
 
 REPO = Path(__file__).resolve().parent.parent
 # No proxy: every request of these tests goes to 127.0.0.1.
@@ -76,12 +76,7 @@ class Scrapyd:
 
     def stop(self) -> None:
         if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+            end_process(self.process)
             self.process = None
 
     def log(self) -> str:

@@ -21,21 +21,6 @@ from crawler.middlewares.content_seen import ContentSeenMiddleware
 
 
 @pytest.fixture(scope="module")
-def redis_server(tmp_path_factory):
-    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def client(redis_server):
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushdb()
-    yield client
-    client.close()
-
-
-@pytest.fixture(scope="module")
 def cluster_nodes(tmp_path_factory):
     nodes = RedisClusterNodes(tmp_path_factory.mktemp("cluster")).start()
     yield nodes

@@ -8,25 +8,8 @@ import hashlib
 import random
 
 import pytest
-import redis
-from redis_server import RedisServer
 
 from crawler.dedup.index import Match, MemoryContentIndex, RedisContentIndex
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory):
-    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def client(redis_server):
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushdb()
-    yield client
-    client.close()
 
 
 @pytest.fixture(params=["memory", "redis"])
