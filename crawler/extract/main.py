@@ -241,11 +241,18 @@ def _spare_layout(core: ElementNode, layout: list[ElementNode]) -> None:
             node.delattr(MARK)
 
 
-def _vote(votes: dict[ElementNode, float], container: ElementNode, text: str) -> None:
-    """One prose block's votes: to its container, and half of them to the container's parent."""
+def _vote(votes: dict[ElementNode, float], container: ElementNode, text: str,
+          parents: dict[ElementNode, ElementNode | None] | None = None) -> None:
+    """One prose block's votes: to its container, and half of them to the container's
+    parent (looked up in ``parents`` when given: the paragraphs of one container share it)."""
     score = 1 + text.count(",") + min(len(text) // 100, 3)
     votes[container] = votes.get(container, 0.0) + score
-    grand = _parent(container)
+    if parents is None:
+        grand = _parent(container)
+    elif container in parents:
+        grand = parents[container]
+    else:
+        grand = parents[container] = _parent(container)
     if grand is not None:
         votes[grand] = votes.get(grand, 0.0) + score / 2
 
@@ -254,11 +261,11 @@ def _votes(body: ElementNode) -> dict[ElementNode, float]:
     """Each container's votes from the prose blocks it holds (readability's scores). Text
     split by ``<br>`` rather than paragraphs votes for the element that holds it."""
     votes: dict[ElementNode, float] = {}
+    parents: dict[ElementNode, ElementNode | None] = {}
     for block in body.query_selector_all(_VOTERS).values():
         text = (block.text or "").strip()
-        parent = _parent(block)
-        if len(text) >= _VOTER_MIN_CHARS and parent is not None:
-            _vote(votes, parent, text)
+        if len(text) >= _VOTER_MIN_CHARS and (parent := _parent(block)) is not None:
+            _vote(votes, parent, text, parents)
     _vote_breaks(body, votes)
     return votes
 
