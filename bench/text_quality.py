@@ -216,9 +216,9 @@ def report(title: str, samples: Sequence[Sample], with_peers: bool, show_worst: 
 #: for the run): what it buys is the difference to the default row.
 ABLATIONS: dict[str, dict[str, object]] = {
     "all rules (default)": {},
-    "no boilerplate names": {"Boilerplate.mark": lambda self, root, core, chars: None,
+    "no boilerplate names": {"Boilerplate.mark": lambda self, root, core, chars: [],
                              "Boilerplate.holds": lambda self, node: False},
-    "no layout words spared in the core": {"_spare_layout": lambda core: None},
+    "no layout words spared in the core": {"_spare_layout": lambda core, layout: None},
     "no <br> votes": {"_vote_breaks": lambda body, votes: None},
     "no landmarks (root = core)": {"_root": lambda core: core, "_sole_main": lambda body: None},
     "no sole-main shortcut": {"_sole_main": lambda body: None},

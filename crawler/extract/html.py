@@ -62,8 +62,9 @@ def parse_html(body: bytes, encoding: str = "utf-8") -> HTMLTree:
 
 
 def lines(text: str) -> str:
-    """``text`` with spaces collapsed within each line and blank lines dropped."""
-    return "\n".join(line for line in (" ".join(raw.split()) for raw in text.split("\n")) if line)
+    """``text`` with spaces collapsed within each line and blank lines dropped (maps
+    rather than a generator: no bytecode per line)."""
+    return "\n".join(filter(None, map(" ".join, map(str.split, text.split("\n")))))
 
 
 def _keep_wrappers(tree: HTMLTree) -> None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from resiliparse.extract.html2text import extract_plain_text
@@ -49,7 +50,6 @@ from crawler.extract.html import BASE_SKIP, extract_text, lines, uncached_nodes,
 MARK = "data-crawler-skip"
 _MARKED = f"[{MARK}]"
 _SKIP = [*BASE_SKIP, _MARKED]
-_LAYOUT_MARKED = f"[{MARK}=layout]"
 
 _VOTERS = "p, pre, td, blockquote"
 _VOTER_TAGS = frozenset(("p", "pre", "td", "blockquote"))
@@ -120,6 +120,22 @@ def _chars(text: str | None) -> int:
     return len(text) - text.count(" ") - text.count("\n") - text.count("\t")
 
 
+class _Chars:
+    """An element's characters (``_text_chars``), counted when first asked for: the text of
+    a documentation body is a 0.3 ms walk that most pages never need."""
+
+    __slots__ = ("_count", "_node")
+
+    def __init__(self, node: ElementNode) -> None:
+        self._node = node
+        self._count: int | None = None
+
+    def __call__(self) -> int:
+        if self._count is None:
+            self._count = _text_chars(self._node)
+        return self._count
+
+
 def _parent(node: ElementNode) -> ElementNode | None:
     """The parent element of ``node`` (None above ``<html>``)."""
     parent = node.parent
@@ -128,7 +144,7 @@ def _parent(node: ElementNode) -> ElementNode | None:
 
 def _link_chars(node: ElementNode) -> int:
     """Characters of ``node``'s text inside links to other pages (not ``#fragment``)."""
-    return sum([_chars(link.text) for link in node.query_selector_all(_OUTWARD_LINKS).values()])
+    return _chars("".join([link.text or "" for link in node.query_selector_all(_OUTWARD_LINKS).values()]))
 
 
 def _text_chars(node: ElementNode) -> int:
@@ -190,26 +206,34 @@ class Boilerplate:
         """Whether ``node`` is, or is inside, an element named boilerplate."""
         return any(query and node.closest(query) is not None for query in (self.widget, self.layout))
 
-    def mark(self, root: ElementNode, core: ElementNode, core_chars: int) -> None:
+    def mark(self, root: ElementNode, core: ElementNode, core_chars: Callable[[], int]) -> list[ElementNode]:
         """Mark the elements of ``root`` named boilerplate (``MARK=layout`` when by layout
         words only), but the core, the elements that hold it (a wrapper named
         ``has-sidebar`` or ``modal-enabled`` is no sidebar when the article is in it)
-        and those in it that hold most of its text."""
-        half = core_chars / 2
+        and those in it that hold most of its text. ``core_chars``: the core's characters,
+        asked for only when a named element is in the core (a walk of the whole core).
+        Returns the elements marked by layout words (some then marked as widgets too)."""
+        layout: list[ElementNode] = []
         for query, value in ((self.layout, LAYOUT), (self.widget, "")):
             if query:
                 for node in root.query_selector_all(query).values():
-                    if node.contains(core) or (core.contains(node) and _text_chars(node) > half):
+                    if node.contains(core) or (core.contains(node) and _text_chars(node) > core_chars() / 2):
                         continue
                     node.setattr(MARK, value)
+                    if value:
+                        layout.append(node)
+        return layout
 
 
-def _spare_layout(core: ElementNode) -> None:
-    """Unmark the blocks of the core that are named by layout words alone, sit between
-    two of its blocks and are not mostly links: in the flow of the text they are its
-    own (a documentation page's ``aside.sidebar``); a content column's own sidebar comes
-    first or last, or is a list of links."""
-    for node in core.query_selector_all(_LAYOUT_MARKED).values():
+def _spare_layout(core: ElementNode, layout: list[ElementNode]) -> None:
+    """Unmark the blocks of the core that are named by layout words alone (of ``layout``,
+    the elements ``Boilerplate.mark`` marked by layout words: no query of the core), sit
+    between two of its blocks and are not mostly links: in the flow of the text they are
+    its own (a documentation page's ``aside.sidebar``); a content column's own sidebar
+    comes first or last, or is a list of links."""
+    for node in layout:
+        if node.getattr(MARK) != LAYOUT or not core.contains(node):
+            continue
         if node.previous_element_sibling is None or node.next_element_sibling is None:
             continue
         chars = _text_chars(node)
@@ -217,11 +241,18 @@ def _spare_layout(core: ElementNode) -> None:
             node.delattr(MARK)
 
 
-def _vote(votes: dict[ElementNode, float], container: ElementNode, text: str) -> None:
-    """One prose block's votes: to its container, and half of them to the container's parent."""
+def _vote(votes: dict[ElementNode, float], container: ElementNode, text: str,
+          parents: dict[ElementNode, ElementNode | None] | None = None) -> None:
+    """One prose block's votes: to its container, and half of them to the container's
+    parent (looked up in ``parents`` when given: the paragraphs of one container share it)."""
     score = 1 + text.count(",") + min(len(text) // 100, 3)
     votes[container] = votes.get(container, 0.0) + score
-    grand = _parent(container)
+    if parents is None:
+        grand = _parent(container)
+    elif container in parents:
+        grand = parents[container]
+    else:
+        grand = parents[container] = _parent(container)
     if grand is not None:
         votes[grand] = votes.get(grand, 0.0) + score / 2
 
@@ -230,11 +261,11 @@ def _votes(body: ElementNode) -> dict[ElementNode, float]:
     """Each container's votes from the prose blocks it holds (readability's scores). Text
     split by ``<br>`` rather than paragraphs votes for the element that holds it."""
     votes: dict[ElementNode, float] = {}
+    parents: dict[ElementNode, ElementNode | None] = {}
     for block in body.query_selector_all(_VOTERS).values():
         text = (block.text or "").strip()
-        parent = _parent(block)
-        if len(text) >= _VOTER_MIN_CHARS and parent is not None:
-            _vote(votes, parent, text)
+        if len(text) >= _VOTER_MIN_CHARS and (parent := _parent(block)) is not None:
+            _vote(votes, parent, text, parents)
     _vote_breaks(body, votes)
     return votes
 
@@ -311,10 +342,11 @@ def _mark_periphery(root: ElementNode, core: ElementNode) -> None:
             _mark(sibling)
 
 
-def _mark_link_blocks(root: ElementNode, core: ElementNode, total: int) -> None:
+def _mark_link_blocks(root: ElementNode, core: ElementNode, total: Callable[[], int]) -> None:
     """Mark the link blocks of ``root`` (outside the core's chain), unless they are most
     of it (a listing). Only the outermost of nested blocks is looked at: no subtree is
-    walked twice. ``total``: the root's characters."""
+    walked twice. ``total``: the root's characters, asked for only when there are link
+    blocks."""
     dense: list[ElementNode] = []
     dense_chars = 0
     outer: ElementNode | None = None
@@ -326,7 +358,7 @@ def _mark_link_blocks(root: ElementNode, core: ElementNode, total: int) -> None:
         if chars and _link_chars(node) > LINK_DENSITY * chars:
             dense.append(node)
             dense_chars += chars
-    if dense and dense_chars <= LISTING_SHARE * total:
+    if dense and dense_chars <= LISTING_SHARE * total():
         for node in dense:
             _mark(node)
 
@@ -347,14 +379,13 @@ def main_text(tree: HTMLTree) -> str:
             if voted is None:
                 return ""
             root, core = _root(voted), voted
-        core_chars = _text_chars(core)
-        boilerplate.mark(root, core, core_chars)
-        _spare_layout(core)
+        core_chars = _Chars(core)
+        _spare_layout(core, boilerplate.mark(root, core, core_chars))
         for outside in _chain_siblings(root, body):
             _mark(outside)
         if root != core:
             _mark_periphery(root, core)
-        _mark_link_blocks(root, core, core_chars if root == core else _text_chars(root))
+        _mark_link_blocks(root, core, core_chars if root == core else _Chars(root))
     raw = extract_plain_text(tree, preserve_formatting=True, list_bullets=False, alt_texts=False,
                              skip_elements=_SKIP)
     return lines(raw)

