@@ -84,7 +84,11 @@ def test_a_session_host_with_a_clock_line_is_learned_within_three_fetches_a_path
         result = crawl(web, tmp_path, f"seeds={web.url('clock.test')}", TRAP_SOFT_404_PROBE=False)
         per_path = Counter(r.path for r in web.hits("clock.test") if r.path != "/robots.txt")
     assert result.returncode == 0, result.log[-3000:]
-    assert len(per_path) == 12 and max(per_path.values()) <= 3, per_path
+    # A path is fetched at most TRAP_PARAM_EVIDENCE times with the parameter, plus once
+    # without it (the seed): the URL without the parameter is not yet counted as a value,
+    # so '/' takes a 4th fetch when its sid values are met before the other paths'.
+    assert len(per_path) == 12 and max(per_path.values()) <= 4, per_path
+    assert sorted(per_path.values()).count(4) <= 1, per_path
     assert result.stats["traps/params_learned"] == 1
     assert "parameter 'sid' learned as irrelevant" in result.log
 
