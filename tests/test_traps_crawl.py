@@ -77,6 +77,10 @@ def test_a_crawl_of_the_trap_hosts_ends_by_itself_within_the_bounds(crawl, tmp_p
     assert "parameter 'sid' learned as irrelevant" in result.log
 
 
+# Alone, after the rest: which path meets its sid values first depends on the fetch order,
+# which a loaded machine changes (two fresh-clone CI runs under load failed it, in two ways;
+# alone it passed every time). Issue 32's note says what is left.
+@pytest.mark.serial
 def test_a_session_host_with_a_clock_line_is_learned_within_three_fetches_a_path(crawl, tmp_path):
     # Its pages differ on every fetch ("Page generated 12:04:05 for visitor 8231"): as
     # exact texts the sid parameter was never learned; as the same page (near) it is.
