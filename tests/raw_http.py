@@ -24,7 +24,7 @@ class RawServer:
 
     async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            while True:
+            for _ in range(100):  # requests on one connection, bounded
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
                 path = head.split(b" ", 2)[1].decode()
                 self.requests[path] = head

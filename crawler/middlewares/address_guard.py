@@ -14,6 +14,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.error import DNSLookupError
 
 from crawler.net.addresses import canonical_host
+from crawler.net.once import OncePerHost
 from crawler.net.resolver import AddressRefused, installed, policy_from_settings
 
 if TYPE_CHECKING:
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_LOGGED_HOSTS_MAX = 10_000  # hosts whose refusal was logged; then logging starts afresh
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -62,7 +62,7 @@ class AddressGuardMiddleware:
         self.crawler = crawler
         self.policy = policy
         self.resolver = resolver
-        self._logged: set[str] = set()
+        self._said = OncePerHost()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AddressGuardMiddleware:
@@ -128,10 +128,7 @@ class AddressGuardMiddleware:
     def _refuse(self, request: Request, host: str, reason: str) -> None:
         self.crawler.stats.inc_value(f"address_guard/refused/{reason}")
         key = canonical_host(host)  # 2130706433 and 0x7f000001 are one host: 127.0.0.1
-        if key not in self._logged:
-            if len(self._logged) >= _LOGGED_HOSTS_MAX:
-                self._logged.clear()
-            self._logged.add(key)
+        if self._said.first(key):
             logger.info(
                 "Address guard refused %s (%s): %s; allow it with NETWORK_ALLOW", host, reason, request.url
             )
