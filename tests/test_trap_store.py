@@ -52,6 +52,15 @@ def test_evidence_keeps_at_most_the_values_asked_for(make_store):
     assert not store.seen_without("a.test", "id", "r1")
 
 
+def test_a_bare_page_text_is_kept_per_host_and_replaced_by_the_latest(make_store):
+    store = make_store()
+    assert store.bare("a.test", "k1") is None
+    store.keep_bare("a.test", "k1", "h1")
+    store.keep_bare("a.test", "k1", "h2")
+    assert store.bare("a.test", "k1") == "h2"
+    assert store.bare("b.test", "k1") is None
+
+
 def test_the_probe_is_claimed_once_and_its_answer_kept(make_store):
     store = make_store()
     assert store.claim_probe("a.test")

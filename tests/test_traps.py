@@ -38,6 +38,23 @@ def test_a_parameter_with_one_text_on_three_values_is_learned_and_removed():
     assert t.rewrite("http://s.test/q") == "http://s.test/q"
 
 
+def test_the_page_without_the_parameter_is_one_of_its_values():
+    t = traps()
+    t.observe("http://s.test/", "h1")  # the seed, before its ?sid= links
+    t.observe("http://s.test/?sid=a", "h1")
+    assert t.store.learned("s.test") == frozenset()
+    t.observe("http://s.test/?sid=b", "h1")  # the third fetch of '/' settles it
+    assert t.store.learned("s.test") == {"sid"}
+    assert t.rewrite("http://s.test/?sid=c") is None
+
+
+def test_the_page_without_the_parameter_can_make_it_relevant():
+    t = traps()
+    t.observe("http://s.test/list", "h0")
+    t.observe("http://s.test/list?page=2", "h2")
+    assert t.stats["traps/params_relevant"] == 1
+
+
 def test_a_worker_on_the_reactor_strips_links_with_the_rule_as_last_read():
     t = traps(refresh=10)
     assert t.known_learned("s.test") == (frozenset(), False)  # never read: read it elsewhere

@@ -29,6 +29,7 @@ shingle of words a b c is ``fmix64((a * M1 + b) * M2 + c)``, all modulo 2**64. A
 from __future__ import annotations
 
 import operator
+import re
 from array import array
 from collections.abc import Iterable
 
@@ -41,6 +42,7 @@ __all__ = [
     "content_shingles",
     "fingerprint_hashes",
     "hamming",
+    "mask_short_line_digits",
     "nearest",
     "normalized_words",
     "shingle_hash",
@@ -60,6 +62,11 @@ _F1, _F2 = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53
 
 # ASCII characters that str.split() treats as whitespace, each made a plain space.
 _ASCII_SPACES = bytes.maketrans(b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f", b" " * 9)
+# ASCII digits, each made 0.
+_DIGITS = str.maketrans("123456789", "0" * 9)
+_DIGIT = re.compile("[0-9]")
+#: A line of the text this long (characters) is a paragraph: two sentences or so.
+PARAGRAPH_CHARS = 200
 # Per lead byte value: which bits of the row's 8 bytes are set, for counting bits per column.
 _BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.int64)
 
@@ -85,16 +92,32 @@ def _has_unicode_space(data: np.ndarray) -> bool:
     return False
 
 
-def normalized_words(text: str) -> bytes:
-    """UTF-8 of the case-folded words of `text` joined by single spaces.
+def mask_short_line_digits(text: str) -> str:
+    """`text` with every ASCII digit of its short lines (under ``PARAGRAPH_CHARS``) made 0.
 
-    Equals ``" ".join(text.casefold().split()).encode()`` (str.split's whitespace: the
-    Unicode one). Fast path: the crawler's text is already one space between words,
-    with a newline between blocks, so encoding and mapping ASCII whitespace to spaces
-    gives the answer once a byte scan shows no doubled or non-ASCII whitespace.
-    Lone surrogates are encoded with 'surrogatepass' rather than raising.
+    A clock, a visitor counter or a date sits on a line of its own ("Page generated
+    12:04:05 for visitor 8231"): masked, it moves no feature, so a page that differs
+    from its last fetch only by it has the same simhash (its SHA-256 still differs). A
+    paragraph's numbers are its content and stay.
     """
-    folded = text.casefold()
+    if _DIGIT.search(text) is None:
+        return text
+    return "\n".join(line if len(line) >= PARAGRAPH_CHARS else line.translate(_DIGITS)
+                     for line in text.split("\n"))
+
+
+def normalized_words(text: str) -> bytes:
+    """UTF-8 of the case-folded words of `text` joined by single spaces, the digits of
+    its short lines masked (``mask_short_line_digits``).
+
+    Equals ``" ".join(mask_short_line_digits(text).casefold().split()).encode()``
+    (str.split's whitespace: the Unicode one). Fast path: the crawler's text is
+    already one space between words, with a newline between blocks, so encoding and
+    mapping ASCII whitespace to spaces gives the answer once a byte scan shows no
+    doubled or non-ASCII whitespace. Lone surrogates are encoded with 'surrogatepass'
+    rather than raising.
+    """
+    folded = mask_short_line_digits(text).casefold()
     data = folded.encode("utf-8", "surrogatepass").translate(_ASCII_SPACES)
     if (
         b"  " in data
@@ -109,7 +132,8 @@ def normalized_words(text: str) -> bytes:
 def shingles(text: str) -> list[str]:
     """The features `text_fingerprint` hashes, in text order, repeats kept.
 
-    Words are the case-folded, whitespace-split words of `text`; a shingle is 3
+    Words are the case-folded, whitespace-split words of `text`, the digits of its
+    short lines masked (``normalized_words``); a shingle is 3
     consecutive words joined by one space. A text of 1 or 2 words is one shingle (its
     words joined), like the package's ``_slide``; an empty text has none.
     """
@@ -218,8 +242,6 @@ def text_fingerprint(text: str) -> int:
     return fingerprint_hashes(_feature_hashes(normalized_words(text)))
 
 
-#: A line of the text this long (characters) is a paragraph: two sentences or so.
-PARAGRAPH_CHARS = 200
 #: A shingle that starts in a paragraph counts this many times in ``content_fingerprint``.
 PARAGRAPH_WEIGHT = 8
 

@@ -35,6 +35,10 @@ def _key(url: str) -> str:
     return f"{fingerprint(url):016x}"
 
 
+#: The value a parameter has in the URL without it: a NUL, which a normalised URL never holds.
+ABSENT = "\x00"
+
+
 class Traps:
     """Learns a host's irrelevant parameters, knows its probe's answer, watches its
     duplicate rate. What other workers learned is read again after ``refresh`` seconds.
@@ -94,16 +98,23 @@ class Traps:
     def observe(self, url: str, digest: str, simhash: int | None = None, words: int = 0) -> None:
         """The page at ``url`` has text ``digest`` (SHA-256 hex; ``simhash`` and
         ``words`` for the near test): evidence for each of its parameters not settled
-        yet; a parameter with enough of it is settled (logged once)."""
+        yet; a parameter with enough of it is settled (logged once). A page without
+        parameters (a seed ``/`` before its ``/?sid=...`` links) is kept as the value
+        ``ABSENT`` of every parameter later met over it, so it counts as evidence too."""
         token = self.same.print(digest, simhash, words).token()
         if not self.settings.evidence:
             return
         host = url_host(url)
         learned, settled = self.host_params(host)
+        found_any = False
         for v in variants(url):
+            found_any = True
             if v.name in settled:
                 continue
             rest = _key(strip_params(v.rest, learned))
+            bare = self.store.bare(host, rest)
+            if bare is not None:
+                self.store.observe(host, v.name, rest, ABSENT, bare, self.settings.evidence)
             texts = self.store.observe(host, v.name, rest, v.value, token, self.settings.evidence)
             found = verdict(texts, self.settings.evidence, self.same.same_tokens)
             if found is None:
@@ -119,6 +130,8 @@ class Traps:
                             "it is removed from the host's URLs", host, v.name, len(texts))
             else:
                 self.stats.inc_value("traps/params_relevant")
+        if not found_any:
+            self.store.keep_bare(host, _key(url), token)
 
     # ---------------------------------------------------------------- soft-404 probe
 

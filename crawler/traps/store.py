@@ -39,6 +39,12 @@ class TrapStore(Protocol):
     def seen_without(self, host: str, name: str, rest: str) -> bool:
         """Whether a page of ``rest`` with some value of ``name`` was observed."""
 
+    def keep_bare(self, host: str, key: str, digest: str) -> None:
+        """Page ``key`` of ``host``, a URL without parameters, gave text ``digest``."""
+
+    def bare(self, host: str, key: str) -> str | None:
+        """The text ``keep_bare`` kept for page ``key`` of ``host``, if any."""
+
     def claim_probe(self, host: str) -> bool:
         """True for the first caller only: that one fetches the host's probe."""
 
@@ -61,6 +67,7 @@ CREATE TABLE IF NOT EXISTS params (host TEXT, name TEXT, irrelevant INTEGER NOT 
                                    PRIMARY KEY (host, name));
 CREATE TABLE IF NOT EXISTS evidence (host TEXT, name TEXT, rest TEXT, value TEXT, digest TEXT,
                                      PRIMARY KEY (host, name, rest, value));
+CREATE TABLE IF NOT EXISTS bare (host TEXT, key TEXT, digest TEXT, PRIMARY KEY (host, key));
 CREATE TABLE IF NOT EXISTS probes (host TEXT PRIMARY KEY, url TEXT, sha256 TEXT, simhash TEXT);
 CREATE TABLE IF NOT EXISTS recent (host TEXT PRIMARY KEY, outcomes TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS demoted (host TEXT PRIMARY KEY);
@@ -105,6 +112,13 @@ class EmbeddedTrapStore:
         return self.db.execute("SELECT 1 FROM evidence WHERE host = ? AND name = ? AND rest = ? LIMIT 1",
                                (host, name, rest)).fetchone() is not None
 
+    def keep_bare(self, host: str, key: str, digest: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO bare VALUES (?, ?, ?)", (host, key, digest))
+
+    def bare(self, host: str, key: str) -> str | None:
+        row = self.db.execute("SELECT digest FROM bare WHERE host = ? AND key = ?", (host, key)).fetchone()
+        return None if row is None else str(row[0])
+
     def claim_probe(self, host: str) -> bool:
         return bool(self.db.execute("INSERT OR IGNORE INTO probes (host) VALUES (?)", (host,)).rowcount)
 
@@ -143,8 +157,9 @@ return redis.call('HGETALL', KEYS[1])
 class RedisTrapStore:
     """The state of every worker of a Redis crawl, under ``crawl:{<crawl id>}:traps:``:
     ``params:<host>`` (name -> 1 learned, 0 relevant), ``ev:<host>:<name>:<rest>``
-    (value -> digest), ``probes`` (host -> JSON, "" while fetching), ``recent:<host>``
-    (list of 1/0, newest first) and ``demoted`` (set of hosts)."""
+    (value -> digest), ``bare:<host>`` (page key -> digest), ``probes`` (host -> JSON, ""
+    while fetching), ``recent:<host>`` (list of 1/0, newest first) and ``demoted`` (set of
+    hosts)."""
 
     def __init__(self, client: Redis, crawl_id: str) -> None:
         self.redis = client
@@ -174,6 +189,13 @@ class RedisTrapStore:
 
     def seen_without(self, host: str, name: str, rest: str) -> bool:
         return bool(self.redis.exists(self._evidence_key(host, name, rest)))
+
+    def keep_bare(self, host: str, key: str, digest: str) -> None:
+        self.redis.hset(f"{self.prefix}bare:{host}", key, digest)
+
+    def bare(self, host: str, key: str) -> str | None:
+        raw = self.redis.hget(f"{self.prefix}bare:{host}", key)
+        return None if raw is None else raw.decode()
 
     def claim_probe(self, host: str) -> bool:
         return bool(self.redis.hsetnx(self.prefix + "probes", host, ""))
