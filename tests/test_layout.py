@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "crawler"
 DOCS = PACKAGE.parent / "docs" / "settings.md"
 # Scrapy components and the project's wiring: cores must not depend on them.
 ADAPTERS = ("crawler.middlewares", "crawler.pipelines", "crawler.spiders", "crawler.commands",
-            "crawler.addon", "crawler.frontier.scheduler", "crawler.net.resolver", "crawler.settings")
+            "crawler.addon", "crawler.scheduling.scheduler", "crawler.net.resolver", "crawler.settings")
 CORES = ("urls", "robots", "dedup", "extract", "store", "frontier", "net", "plan", "traps")
 
 

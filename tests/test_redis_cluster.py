@@ -18,7 +18,7 @@ from testweb import Site, TestWeb
 
 from crawler.dedup.index import RedisContentIndex
 from crawler.frontier.api import Entry
-from crawler.frontier.cluster import ClusterFrontier, shard_count, shard_tags
+from crawler.frontier.backends.redis.cluster import ClusterFrontier, shard_count, shard_tags
 from crawler.store.files import LocalStore, iter_records
 
 CLUSTER = {"REDIS_CLUSTER": True, "CRAWL_ID": "shared", "SCHEDULER_IDLE_BEFORE_CLOSE": 3}

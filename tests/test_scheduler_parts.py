@@ -15,18 +15,18 @@ from twisted.internet import defer
 
 from crawler import signals as crawler_signals
 from crawler.frontier.api import Entry, Fetch
-from crawler.frontier.calls import InlineCalls
-from crawler.frontier.codec import FAILED_META, revisit_request
-from crawler.frontier.embedded import EmbeddedFrontier
-from crawler.frontier.fetches import FETCH_META, FetchReports
-from crawler.frontier.host_news import HostNews
-from crawler.frontier.leases import LeaseBook
-from crawler.frontier.link import FrontierLink
+from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
+from crawler.frontier.backends.redis.shard_steps import ShardPauses
 from crawler.frontier.outages import OutageNotices
-from crawler.frontier.outbox import Outbox, run_steps
 from crawler.frontier.policy import PolitenessPolicy
-from crawler.frontier.shard_steps import ShardPauses
-from crawler.frontier.upkeep import Counts, PendingCounts
+from crawler.scheduling.calls import InlineCalls
+from crawler.scheduling.codec import FAILED_META, revisit_request
+from crawler.scheduling.fetches import FETCH_META, FetchReports
+from crawler.scheduling.host_news import HostNews
+from crawler.scheduling.leases import LeaseBook
+from crawler.scheduling.link import FrontierLink
+from crawler.scheduling.outbox import Outbox, run_steps
+from crawler.scheduling.upkeep import Counts, PendingCounts
 
 
 def test_the_lease_book_sorts_finished_requests_by_how_their_lease_ends():
@@ -211,7 +211,7 @@ def test_a_run_of_adds_goes_as_one_call_and_each_step_hears_its_own_answer():
 
 def test_a_failover_that_comes_and_goes_is_said_once(caplog):
     pauses = ShardPauses(str)
-    with caplog.at_level(logging.INFO, logger="crawler.frontier.shard_steps"):
+    with caplog.at_level(logging.INFO, logger="crawler.frontier.backends.redis.shard_steps"):
         for _ in range(3):  # a master failed over: its shards fail, answer, fail again...
             pauses.failed([0, 1], RedisConnectionError("refused"))
             pauses.answered(0)
@@ -226,7 +226,7 @@ def test_shards_failing_in_threads_at_once_are_said_once(caplog):
         return str(shard)
 
     pauses = ShardPauses(slow_describe)
-    with caplog.at_level(logging.INFO, logger="crawler.frontier.shard_steps"):
+    with caplog.at_level(logging.INFO, logger="crawler.frontier.backends.redis.shard_steps"):
         threads = [threading.Thread(target=pauses.failed, args=([shard], RedisConnectionError("refused")))
                    for shard in range(6)]  # the cluster's claim threads, one per shard
         for thread in threads:
@@ -316,7 +316,7 @@ def test_an_outage_that_flaps_is_told_at_warning_once():
 def test_the_outbox_tells_an_outage_that_flaps_once(caplog):
     frontier = FlakyFrontier()
     outbox = Outbox(InlineCalls(frontier), lambda stat: None, lambda seconds: None, later=Timers().later)
-    with caplog.at_level(logging.INFO, logger="crawler.frontier.outbox"):
+    with caplog.at_level(logging.INFO, logger="crawler.scheduling.outbox"):
         for _ in range(3):  # down, answers, down again...
             frontier.down = True
             outbox.write("ack_many", [(1, 1)])

@@ -3,7 +3,7 @@ does, in the words the contract tests (``tests/test_frontier.py``) check on each
 
 Times are Unix seconds passed in by the caller, so the rules run on a fake clock in
 tests. Fingerprints are 64-bit unsigned integers (``crawler.urls.keys``); a URL's
-request is stored as JSON (``crawler.frontier.codec``). Every number and choice (the
+request is stored as JSON (``crawler.scheduling.codec``). Every number and choice (the
 gap after a fetch, backoff, priority level, budget, retry delay) comes from
 ``crawler.frontier.policy``; a backend only keeps state and makes each step atomic.
 """
@@ -73,7 +73,7 @@ def fetch_seconds_counts(fetches: Iterable[Fetch]) -> dict[str, int]:
 @dataclass
 class Revisit:
     """A URL done for now: fetch it again at ``due`` as ``request`` (which carries its
-    revisit state and validators, ``crawler.frontier.revisit``); last fetched at ``fetched_at``."""
+    revisit state and validators, ``crawler.freshness.revisit``); last fetched at ``fetched_at``."""
 
     fp: int
     token: int

@@ -8,7 +8,7 @@ from typing import Any
 from twisted.internet import defer
 
 from crawler.frontier.api import Frontier
-from crawler.frontier.embedded import EmbeddedFrontier
+from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
 from crawler.iothread import IoThread
 
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
 
-from crawler.frontier.codec import ATTEMPTS_META, mark_failed, request_to_json, requeue
 from crawler.frontier.policy import RetryPolicy, is_exhausted, is_permanent, is_unreachable
+from crawler.scheduling.codec import ATTEMPTS_META, mark_failed, request_to_json, requeue
 from crawler.store.space import StoreFull
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
 
     from crawler.frontier.api import Fetch
-    from crawler.frontier.fetches import FetchReports
+    from crawler.scheduling.fetches import FetchReports
 
 logger = logging.getLogger(__name__)
 

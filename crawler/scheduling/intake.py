@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.httpobj import urlparse_cached
 
+from crawler.freshness.revisit import RevisitPolicy, lastmod_time
 from crawler.frontier.api import Entry
-from crawler.frontier.codec import LEASE_META, request_to_json
-from crawler.frontier.fetches import FETCH_META
 from crawler.frontier.policy import PriorityLevels
-from crawler.frontier.revisit import RevisitPolicy, lastmod_time
+from crawler.scheduling.codec import LEASE_META, request_to_json
+from crawler.scheduling.fetches import FETCH_META
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

@@ -13,9 +13,9 @@ from twisted.internet import defer
 from twisted.python.failure import Failure
 
 from crawler.frontier.api import Claim, Frontier
-from crawler.frontier.calls import calls_for
-from crawler.frontier.outbox import Outbox
-from crawler.frontier.upkeep import Counts, PendingCounts, claim_due
+from crawler.scheduling.calls import calls_for
+from crawler.scheduling.outbox import Outbox
+from crawler.scheduling.upkeep import Counts, PendingCounts, claim_due
 
 logger = logging.getLogger(__name__)
 

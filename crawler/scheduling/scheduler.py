@@ -15,28 +15,29 @@ from twisted.python.failure import Failure
 
 from crawler import defaults
 from crawler import signals as crawler_signals
+from crawler.context.crawl_id import crawl_id_of
 from crawler.frontier.api import Fetch, Frontier, Revisit, fetch_seconds_counts
-from crawler.frontier.codec import (
+from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
+from crawler.frontier.policy import PriorityLevels, RetryPolicy
+from crawler.items import Page
+from crawler.scheduling.codec import (
     LEASE_META,
     request_from_json,
     request_to_json,
     revisit_request,
 )
-from crawler.frontier.crawl_id import crawl_id_of
-from crawler.frontier.embedded import EmbeddedFrontier
-from crawler.frontier.engine import EngineAdapter
-from crawler.frontier.factory import open_frontier
-from crawler.frontier.failures import FailureChain
-from crawler.frontier.fetches import FetchReports
-from crawler.frontier.host_news import HostNews
-from crawler.frontier.hostkeys import PolitenessKeys
-from crawler.frontier.intake import Intake
-from crawler.frontier.leases import LeaseBook
-from crawler.frontier.link import FrontierLink
-from crawler.frontier.policy import PriorityLevels, RetryPolicy
-from crawler.frontier.store_room import StoreRoom
-from crawler.frontier.timers import EarliestCall
-from crawler.frontier.upkeep import (
+from crawler.scheduling.engine import EngineAdapter
+from crawler.scheduling.factory import open_frontier
+from crawler.scheduling.failures import FailureChain
+from crawler.scheduling.fetches import FetchReports
+from crawler.scheduling.host_news import HostNews
+from crawler.scheduling.hostkeys import PolitenessKeys
+from crawler.scheduling.intake import Intake
+from crawler.scheduling.leases import LeaseBook
+from crawler.scheduling.link import FrontierLink
+from crawler.scheduling.store_room import StoreRoom
+from crawler.scheduling.timers import EarliestCall
+from crawler.scheduling.upkeep import (
     Opening,
     Upkeep,
     beat_interval,
@@ -45,7 +46,6 @@ from crawler.frontier.upkeep import (
     take_new_hosts,
     upkeep,
 )
-from crawler.items import Page
 
 if TYPE_CHECKING:
     from scrapy import Spider

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from redis import RedisError
 
+from crawler.context.crawl_id import fresh_crawl_command
 from crawler.frontier.api import Claim, Frontier
-from crawler.frontier.crawl_id import fresh_crawl_command
-from crawler.frontier.embedded import EmbeddedFrontier
+from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
 
 logger = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
 from crawler import defaults
 from crawler.frontier.api import Claim
-from crawler.frontier.redis import RedisFrontier, default_worker_id
-from crawler.frontier.shard_steps import BufferedShard, ShardPauses
-from crawler.frontier.sharded import ShardedRedisFrontier
+from crawler.frontier.backends.redis.shard_steps import BufferedShard, ShardPauses
+from crawler.frontier.backends.redis.sharded import ShardedRedisFrontier
+from crawler.frontier.backends.redis.single import RedisFrontier, default_worker_id
 
 logger = logging.getLogger(__name__)
 

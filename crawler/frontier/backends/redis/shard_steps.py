@@ -13,8 +13,8 @@ from typing import Any
 from redis import RedisError
 from redis.exceptions import ClusterError
 
+from crawler.frontier.backends.redis.single import RedisFrontier
 from crawler.frontier.outages import OutageNotices
-from crawler.frontier.redis import RedisFrontier
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from typing import TypeVar
 from redis import Redis, RedisCluster, RedisError
 
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
+from crawler.frontier.backends.redis.single import RedisFrontier, default_worker_id
 from crawler.frontier.policy import RetryPolicy, plan_claims
-from crawler.frontier.redis import RedisFrontier, default_worker_id
 
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741 - an item of a batch
@@ -331,11 +331,14 @@ class ShardedRedisFrontier:
 def open_redis_frontier(clients: list[Redis] | list[RedisCluster], crawl_id: str, shards: int | None = None,
                         **options: object) -> RedisFrontier | ShardedRedisFrontier:
     """The frontier on ``clients``: one Redis, or several shards (every worker must list
-    the same ones in the same order; see :func:`crawler.frontier.connection.redis_clients`),
+    the same ones in the same order; see :func:`crawler.context.connection.redis_clients`),
     or a Redis Cluster client split over ``shards`` hash tags (None: the crawl's own)."""
     options.setdefault("worker_id", default_worker_id())  # one id on every shard
     if isinstance(clients[0], RedisCluster):
-        from crawler.frontier.cluster import ClusterFrontier, shard_count  # it builds on this module
+        from crawler.frontier.backends.redis.cluster import (  # it builds on this module
+            ClusterFrontier,
+            shard_count,
+        )
         return ClusterFrontier(clients[0], crawl_id, shard_count(clients[0], crawl_id, shards), **options)
     shards = [RedisFrontier(client, crawl_id, **options) for client in clients]
     return shards[0] if len(shards) == 1 else ShardedRedisFrontier(shards)

@@ -33,8 +33,10 @@ from collections.abc import Iterable
 
 from redis import Redis
 
-from crawler.frontier import redis_scripts as scripts
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
+from crawler.frontier.backends.redis import scripts
+from crawler.frontier.backends.redis.reporting import RedisReporting
+from crawler.frontier.backends.redis.seen import BloomGeometry, seen_bucket_bits
 from crawler.frontier.policy import (
     HostBudget,
     HostTimes,
@@ -43,9 +45,7 @@ from crawler.frontier.policy import (
     RetryPolicy,
     allowed_after_leave,
 )
-from crawler.frontier.redis_reporting import RedisReporting
-from crawler.frontier.redis_seen import BloomGeometry, seen_bucket_bits
-from crawler.frontier.upkeep import beat_interval
+from crawler.scheduling.upkeep import beat_interval
 
 #: Claims' times kept for their fetch reports at most; past it they are forgotten (and read
 #: again when reported): leases that end without a fetch (requeued, closed) leave theirs.
