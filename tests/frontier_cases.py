@@ -12,7 +12,7 @@ from redis_server import RedisServer
 
 from crawler.frontier.api import Claim, Entry
 from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
-from crawler.frontier.backends.redis.sharded import open_redis_frontier
+from crawler.frontier.backends.redis.opening import open_redis_frontier
 from crawler.frontier.backends.redis.single import RedisFrontier
 from crawler.frontier.policy import PolitenessPolicy
 from crawler.urls.keys import url_fingerprint

@@ -21,7 +21,7 @@ from testweb import Site, TestWeb
 from crawler.context.crawl_id import derive_crawl_id
 from crawler.frontier.api import Entry
 from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
-from crawler.frontier.backends.redis.sharded import open_redis_frontier
+from crawler.frontier.backends.redis.opening import open_redis_frontier
 
 
 def _env() -> dict[str, str]:

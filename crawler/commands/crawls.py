@@ -12,7 +12,7 @@ from scrapy.commands import ScrapyCommand
 from crawler.commands import check_command_settings, check_redis, lock_holder
 from crawler.context.connection import redis_clients, uses_redis
 from crawler.frontier.backends.embedded.store import read_counts
-from crawler.frontier.backends.redis.sharded import open_redis_frontier
+from crawler.frontier.backends.redis.opening import open_redis_frontier
 from crawler.paths import data_path
 
 if TYPE_CHECKING:

@@ -17,6 +17,12 @@ from typing import Protocol, runtime_checkable
 from crawler.frontier.policy import PolitenessPolicy, RetryPolicy
 
 
+class FrontierUnavailable(Exception):
+    """The backend's store did not answer (a Redis server down or stalled, a shard's master
+    failing over): the step was not done, and may be sent again once it answers. Every
+    backend raises this, never its client library's errors."""
+
+
 @dataclass
 class Entry:
     """A URL offered to the frontier."""
@@ -105,6 +111,10 @@ class Frontier(Protocol):
 
     policy: PolitenessPolicy
     lease_seconds: float
+    #: True: the state is on a server that every worker shares (Redis), which can stall, so
+    #: calls run in an I/O thread (and the backend is a ``SharedFrontier``); False: local
+    #: state (SQLite on local disk) that one process owns, called on the reactor.
+    shared: bool
     #: Hosts first seen since the caller last emptied this, waiting for a politeness key
     #: (``set_politeness_key``) when new hosts are held (per-IP politeness).
     new_hosts: list[str]
@@ -266,3 +276,12 @@ class Frontier(Protocol):
 
     def describe(self) -> str:
         """Where the state is, for log lines."""
+
+
+@runtime_checkable
+class SharedFrontier(Frontier, Protocol):
+    """A frontier whose state outlives its workers on a shared server (Redis)."""
+
+    def forget(self) -> int:
+        """Delete the crawl's state (``scrapy forget``, ``SCHEDULER_PERSIST = False``);
+        how many keys."""

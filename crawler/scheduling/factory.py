@@ -12,7 +12,7 @@ from crawler import defaults
 from crawler.context.connection import redis_clients, uses_cluster, uses_redis
 from crawler.frontier.api import Frontier
 from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
-from crawler.frontier.backends.redis.sharded import open_redis_frontier
+from crawler.frontier.backends.redis.opening import open_redis_frontier
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
 from crawler.paths import embedded_frontier_path
 

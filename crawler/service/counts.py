@@ -20,7 +20,8 @@ from crawler.frontier.backends.embedded.store import (
     read_counts,
     read_host_queues,
 )
-from crawler.frontier.backends.redis.sharded import ShardedRedisFrontier, open_redis_frontier
+from crawler.frontier.backends.redis.opening import open_redis_frontier
+from crawler.frontier.backends.redis.sharded import ShardedRedisFrontier
 from crawler.frontier.backends.redis.single import RedisFrontier
 from crawler.paths import embedded_frontier_path
 from crawler.scheduling.codec import ATTEMPTS_META

@@ -43,6 +43,8 @@ class EmbeddedFrontier(HostControls, ParkedUrls, EmbeddedReporting):
     the hosts that need one.
     """
 
+    shared = False
+
     def __init__(
         self,
         path: str | Path,

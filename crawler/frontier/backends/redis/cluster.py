@@ -23,6 +23,7 @@ from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
 from crawler import defaults
 from crawler.frontier.api import Claim
+from crawler.frontier.backends.redis.errors import raises_unavailable
 from crawler.frontier.backends.redis.shard_steps import BufferedShard, ShardPauses
 from crawler.frontier.backends.redis.sharded import ShardedRedisFrontier
 from crawler.frontier.backends.redis.single import RedisFrontier, default_worker_id
@@ -50,6 +51,7 @@ def shard_tags(crawl_id: str, shards: int) -> list[str]:
     return tags
 
 
+@raises_unavailable
 class ClusterFrontier(ShardedRedisFrontier):
     """A crawl's frontier over one Redis Cluster client: hosts go to shards as in
     ``ShardedRedisFrontier`` (consistent hashing), each shard a hash tag.
