@@ -72,7 +72,7 @@ class ClusterFrontier(ShardedRedisFrontier):
         options.setdefault("worker_id", default_worker_id())
         options["expected_urls"] = max(1, int(options.get("expected_urls", 10_000_000)) // shards)
         self._pauses = ShardPauses(self._describe_shard)
-        super().__init__([BufferedShard(RedisFrontier(client, tag, **options), index, self._pauses)
+        super().__init__([BufferedShard(client, tag, index, self._pauses, **options)
                           for index, tag in enumerate(shard_tags(crawl_id, shards))])
         self._pool = ThreadPoolExecutor(max_workers=min(8, shards), thread_name_prefix="cluster-claim")
         self._count_turn = 0

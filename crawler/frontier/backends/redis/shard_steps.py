@@ -7,16 +7,20 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
-from redis import RedisError
+from redis import RedisCluster, RedisError
 from redis.exceptions import ClusterError
 
+from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
 from crawler.frontier.backends.redis.single import RedisFrontier
 from crawler.frontier.outages import OutageNotices
+from crawler.frontier.policy import RetryPolicy
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class ShardPauses:
@@ -70,32 +74,19 @@ class ShardPauses:
                 self._outage_since = None
 
 
-def _each(value: Any) -> Callable[[tuple], Any]:
-    return lambda args: [value] * len(args[0])
-
-
-# The frontier's writes, and what each answers while it waits (as the scheduler's outbox does).
-WRITES: dict[str, Callable[[tuple], Any]] = {
-    "add": _each(True), "ack_many": _each(True), "fetched_many": _each(None), "revisit_many": _each(True),
-    **{name: (lambda args: True) for name in ("ack", "requeue", "retry_later", "dead_letter", "defer",
-                                               "requeue_dead")},
-    **{name: (lambda args: None) for name in ("fetched", "renew", "set_politeness_key", "set_crawl_delay",
-                                               "count")},
-    "demote": lambda args: 0, "dead_letter_host": lambda args: 0, "hasten_revisit": lambda args: False,
-}
-
-
-class BufferedShard:
+class BufferedShard(RedisFrontier):
     """A shard whose writes wait out its master's outage: a write that fails, and every
     later one, is kept in order and sent once the shard answers (tried again after the
-    shard's backoff). Reads and claims of a shard with kept writes raise ``ClusterError``
-    (a count that missed them could end the crawl early); plain attributes pass through."""
+    shard's backoff), answering meanwhile as the scheduler's outbox does. Reads and claims
+    of a shard with kept writes raise ``ClusterError`` (a count that missed them could end
+    the crawl early); plain attributes are the shard's own."""
 
-    def __init__(self, shard: RedisFrontier, index: int, pauses: ShardPauses) -> None:
-        self.shard = shard
+    def __init__(self, client: RedisCluster, tag: str, index: int, pauses: ShardPauses,
+                 **options: Any) -> None:
+        super().__init__(client, tag, **options)
         self.index = index
         self.pauses = pauses
-        self.kept: deque[tuple[str, tuple]] = deque()
+        self.kept: deque[Callable[[], object]] = deque()
 
     def flush(self, force: bool = False) -> bool:
         """Send the kept writes; False while the shard still does not answer."""
@@ -104,9 +95,8 @@ class BufferedShard:
         if not force and not self.pauses.usable(self.index):
             return False
         while self.kept:
-            name, args = self.kept[0]
             try:
-                getattr(self.shard, name)(*args)
+                self.kept[0]()
             except RedisError as error:
                 self.pauses.failed([self.index], error)
                 return False
@@ -114,21 +104,22 @@ class BufferedShard:
         self.pauses.answered(self.index)
         return True
 
-    def _write(self, name: str, args: tuple) -> Any:
+    def _write(self, write: Callable[[], T], waiting: T) -> T:
+        """``write()`` now, or kept for later (answering ``waiting``)."""
         if self.flush():
             try:
-                return getattr(self.shard, name)(*args)
+                return write()
             except RedisError as error:
                 self.pauses.failed([self.index], error)
-        self.kept.append((name, args))
-        return WRITES[name](args)
+        self.kept.append(write)
+        return waiting
 
-    def _read(self, read: Callable[[], Any]) -> Any:
+    def _read(self, read: Callable[[], T]) -> T:
         if not self.flush():
-            raise ClusterError(f"shard {self.index} ({self.shard.prefix}) keeps {len(self.kept)} steps "
+            raise ClusterError(f"shard {self.index} ({self.prefix}) keeps {len(self.kept)} steps "
                                f"until its master answers")
         if not self.pauses.usable(self.index):
-            raise ClusterError(f"shard {self.index} ({self.shard.prefix}) waits for its master")
+            raise ClusterError(f"shard {self.index} ({self.prefix}) waits for its master")
         try:
             value = read()
         except RedisError as error:
@@ -137,12 +128,165 @@ class BufferedShard:
         self.pauses.answered(self.index)
         return value
 
-    def __getattr__(self, name: str) -> Any:
-        if name in WRITES:
-            return lambda *args: self._write(name, args)
-        member = getattr(type(self.shard), name, None)
-        if isinstance(member, property):
-            return self._read(lambda: getattr(self.shard, name))
-        if callable(member):
-            return lambda *args, **kwargs: self._read(lambda: getattr(self.shard, name)(*args, **kwargs))
-        return getattr(self.shard, name)
+    # ---------------------------------------------------------------- writes
+    def add(self, entries: Iterable[Entry], force: bool = False) -> list[bool]:
+        up, entries = super(), list(entries)
+        return self._write(lambda: up.add(entries, force), [True] * len(entries))
+
+    def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
+        up = super()
+        return self._write(lambda: up.ack_many(leases), [True] * len(leases))
+
+    def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
+        up = super()
+        return self._write(lambda: up.fetched_many(fetches), [None] * len(fetches))
+
+    def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
+        up = super()
+        return self._write(lambda: up.revisit_many(revisits), [True] * len(revisits))
+
+    def ack(self, fp: int, token: int) -> bool:
+        up = super()
+        return self._write(lambda: up.ack(fp, token), True)
+
+    def requeue(self, fp: int, token: int, request: str) -> bool:
+        up = super()
+        return self._write(lambda: up.requeue(fp, token, request), True)
+
+    def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
+        up = super()
+        return self._write(lambda: up.retry_later(fp, token, request, due), True)
+
+    def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
+        up = super()
+        return self._write(lambda: up.dead_letter(fp, token, request, error, now), True)
+
+    def defer(self, name: str, until: float) -> bool:
+        up = super()
+        return self._write(lambda: up.defer(name, until), True)
+
+    def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
+        up = super()
+        return self._write(lambda: up.requeue_dead(letter, request), True)
+
+    def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
+                retry_after: float | None = None, hold_until: float = 0.0) -> float | None:
+        up = super()
+        return self._write(lambda: up.fetched(fp, token, now, fetch_seconds, status, retry_after, hold_until),
+                           None)
+
+    def renew(self, fp: int, token: int, expires: float) -> None:
+        up = super()
+        self._write(lambda: up.renew(fp, token, expires), None)
+
+    def set_politeness_key(self, name: str, key: str) -> None:
+        up = super()
+        self._write(lambda: up.set_politeness_key(name, key), None)
+
+    def set_crawl_delay(self, name: str, delay: float) -> None:
+        up = super()
+        self._write(lambda: up.set_crawl_delay(name, delay), None)
+
+    def count(self, key: str, n: int = 1) -> None:
+        up = super()
+        self._write(lambda: up.count(key, n), None)
+
+    def demote(self, name: str, margin: int) -> int:
+        up = super()
+        return self._write(lambda: up.demote(name, margin), 0)
+
+    def dead_letter_host(self, name: str, error: str, now: float) -> int:
+        up = super()
+        return self._write(lambda: up.dead_letter_host(name, error, now), 0)
+
+    def hasten_revisit(self, fp: int, host: str, due: float) -> bool:
+        up = super()
+        return self._write(lambda: up.hasten_revisit(fp, host, due), False)
+
+    # ---------------------------------------------------------------- reads and claims
+    def claim_in_order(self, now: float, limit: int, order: list[int] | None = None
+                       ) -> tuple[list[Claim], float | None]:
+        up = super()
+        return self._read(lambda: up.claim_in_order(now, limit, order))
+
+    def due_retries(self, now: float) -> int:
+        up = super()
+        return self._read(lambda: up.due_retries(now))
+
+    def due_revisits(self, now: float, limit: int = 10_000) -> int:
+        up = super()
+        return self._read(lambda: up.due_revisits(now, limit))
+
+    def revisit_at(self, fp: int, host: str) -> tuple[float, float] | None:
+        up = super()
+        return self._read(lambda: up.revisit_at(fp, host))
+
+    def next_revisit(self) -> float | None:
+        return self._read(super().next_revisit)
+
+    def dead_letters(self) -> list[DeadLetter]:
+        return self._read(super().dead_letters)
+
+    def host_queued(self, name: str) -> int:
+        up = super()
+        return self._read(lambda: up.host_queued(name))
+
+    def unanswered(self, name: str) -> int:
+        up = super()
+        return self._read(lambda: up.unanswered(name))
+
+    def reap(self, now: float) -> int:
+        up = super()
+        return self._read(lambda: up.reap(now))
+
+    def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
+        up = super()
+        return self._read(lambda: up.heartbeat(now))
+
+    def leave(self, now: float, retry: RetryPolicy) -> int:
+        up = super()
+        return self._read(lambda: up.leave(now, retry))
+
+    def pending_counts(self) -> tuple[int, int, int, int]:
+        return self._read(super().pending_counts)
+
+    def has_pending(self) -> bool:
+        return self._read(super().has_pending)
+
+    def done_count(self) -> int:
+        return self._read(super().done_count)
+
+    def gauges(self, now: float) -> dict[str, int]:
+        up = super()
+        return self._read(lambda: up.gauges(now))
+
+    def host_queues(self, limit: int, scan_keys: int = 10_000) -> list[tuple[str, int]]:
+        up = super()
+        return self._read(lambda: up.host_queues(limit, scan_keys))
+
+    def host_details(self, hosts: list[str]) -> list[tuple[int, float | None, float, int]]:
+        up = super()
+        return self._read(lambda: up.host_details(hosts))
+
+    def forget(self) -> int:
+        return self._read(super().forget)
+
+    @property
+    def queued(self) -> int:
+        return self._read(lambda: RedisFrontier.queued.__get__(self))
+
+    @property
+    def leased(self) -> int:
+        return self._read(lambda: RedisFrontier.leased.__get__(self))
+
+    @property
+    def waiting(self) -> int:
+        return self._read(lambda: RedisFrontier.waiting.__get__(self))
+
+    @property
+    def revisits(self) -> int:
+        return self._read(lambda: RedisFrontier.revisits.__get__(self))
+
+    @property
+    def counters(self) -> dict[str, int]:
+        return self._read(lambda: RedisFrontier.counters.__get__(self))

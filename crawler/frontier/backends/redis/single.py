@@ -112,8 +112,7 @@ class RedisFrontier(RedisReporting):
         # until its fetch is reported.
         self._claim_times: dict[tuple[int, int], bytes] = {}
         if self.bloom:  # allocate each new bitmap whole: grown bit by bit, Redis doubles it
-            allocate = client.register_script(
-                "if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SETBIT', KEYS[1], ARGV[1], 0) end")
+            allocate = client.register_script(scripts.lua("bloom_allocate.lua"))
             for i in range(self.bloom.bitmaps):
                 allocate(keys=[self.prefix + f"bloom:{i}"], args=[self.bloom.bits - 1])
 
