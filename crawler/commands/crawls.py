@@ -11,6 +11,7 @@ from scrapy.commands import ScrapyCommand
 
 from crawler.commands import check_command_settings, check_redis, lock_holder
 from crawler.context.connection import redis_clients, uses_redis
+from crawler.context.keys import ANY_CRAWL, CrawlKeys
 from crawler.frontier.backends.embedded.store import read_counts
 from crawler.frontier.backends.redis.opening import open_redis_frontier
 from crawler.paths import data_path
@@ -54,8 +55,10 @@ def redis_crawls(clients: list[Redis] | list[RedisCluster]) -> list[tuple[str, .
     within the last minute."""
     ids = set()
     for client in clients:
-        for key in client.scan_iter(match="crawl:{*}:counters", count=1000):
-            ids.add(key.decode().partition("{")[2].rpartition("}")[0])
+        for key in client.scan_iter(match=ANY_CRAWL + "counters", count=1000):
+            crawl_id = CrawlKeys.crawl_of(key.decode())
+            if crawl_id is not None:
+                ids.add(crawl_id)
     rows: list[tuple[float, str, str, str, str, str]] = []
     now = time.time()
     for crawl_id in ids:
@@ -63,7 +66,7 @@ def redis_crawls(clients: list[Redis] | list[RedisCluster]) -> list[tuple[str, .
         counts = {**frontier.counters, **frontier.gauges(now)}
         beats: list[float] = []
         for client in clients:
-            newest = client.zrange(f"crawl:{{{crawl_id}}}:workers", -1, -1, withscores=True)
+            newest = client.zrange(CrawlKeys(crawl_id).key("workers"), -1, -1, withscores=True)
             beats += [float(entry[1]) for entry in newest]  # (worker id, last beat)
         last = max(beats, default=0.0)
         rows.append((last, crawl_id, crawl_state(counts, now - last < 60),

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from redis import Redis
 
+from crawler.context.keys import CrawlKeys
 from crawler.traps.content import Probe
 
 
@@ -155,7 +156,7 @@ class RedisTrapStore:
 
     def __init__(self, client: Redis, crawl_id: str) -> None:
         self.redis = client
-        self.prefix = f"crawl:{{{crawl_id}}}:traps:"
+        self.prefix = CrawlKeys(crawl_id).key("traps:")
         self._observe = client.register_script(
             resources.files("crawler.traps").joinpath("lua", "observe.lua").read_text(encoding="utf-8"))
 

@@ -22,6 +22,7 @@ from redis import RedisCluster, RedisError
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
 from crawler import defaults
+from crawler.context.keys import CrawlKeys
 from crawler.frontier.api import Claim
 from crawler.frontier.backends.redis.errors import raises_unavailable
 from crawler.frontier.backends.redis.shard_steps import BufferedShard, ShardPauses
@@ -68,7 +69,7 @@ class ClusterFrontier(ShardedRedisFrontier):
     def __init__(self, client: RedisCluster, crawl_id: str, shards: int, **options: Any) -> None:
         self.client = client
         self.crawl_id = crawl_id
-        self.prefix = f"crawl:{{{crawl_id}}}:"
+        self.prefix = CrawlKeys(crawl_id).prefix
         options.setdefault("worker_id", default_worker_id())
         options["expected_urls"] = max(1, int(options.get("expected_urls", 10_000_000)) // shards)
         self._pauses = ShardPauses(self._describe_shard)
@@ -227,7 +228,7 @@ def shard_count(client: RedisCluster, crawl_id: str, wanted: int | None) -> int:
     """The crawl's shard count: the one stored at its first start, else ``wanted`` (then
     stored: a worker starts the crawl). A different ``wanted`` is refused; None (a
     command reading a crawl) takes the stored one, or ``REDIS_SHARDS``' default."""
-    key = f"crawl:{{{crawl_id}}}:shards"
+    key = CrawlKeys(crawl_id).key("shards")
     if wanted is None:
         return int(client.get(key) or defaults.REDIS_SHARDS)
     client.set(key, wanted, nx=True)

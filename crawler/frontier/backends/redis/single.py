@@ -33,6 +33,7 @@ from collections.abc import Iterable
 
 from redis import Redis
 
+from crawler.context.keys import tagged
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
 from crawler.frontier.backends.redis import scripts
 from crawler.frontier.backends.redis.errors import raises_unavailable
@@ -93,7 +94,7 @@ class RedisFrontier(RedisReporting):
         self.bucket_bits = seen_bucket_bits(expected_urls)
         self._field_bytes = (64 - self.bucket_bits + 7) // 8
         self._field_mask = (1 << (64 - self.bucket_bits)) - 1
-        self.prefix = f"crawl:{{{crawl_id}}}:"
+        self.prefix = tagged(crawl_id)
         self.policy = policy or PolitenessPolicy()
         self.levels = levels or PriorityLevels()
         # The ready sets, one per level: hosts by allowed time, each in its best queued URL's level's.
