@@ -358,3 +358,13 @@ def test_has_repeated_segments(url, repeats, expected):
 def test_has_repeated_segments_rejects_repeats_below_two():
     with pytest.raises(ValueError):
         has_repeated_segments("http://x.com/a/a", 1)
+
+
+@pytest.mark.parametrize("url", [
+    "http://Example.COM/a", "https://user:pw@Host.test:8443/x?y#z", "http://[::1]:8080/", "HTTP://a.test",
+    "http://xn--bcher-kva.test/", "http://b\u00fccher.test/p", "http://127.0.0.1:80/", "https://a.test./",
+    "http://a.test:/", "http://%61.test/",
+])
+def test_the_host_key_of_any_url_is_its_fast_path_on_the_normal_form(url):
+    normal = normalize_url(url)
+    assert keys.host_key(normal) == url_host(normal)

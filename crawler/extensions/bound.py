@@ -21,7 +21,7 @@ from twisted.internet.task import LoopingCall
 
 from crawler import defaults
 from crawler.bound.verdict import Interval, Thresholds, verdict
-from crawler.context.crawl_id import crawl_id_of
+from crawler.context.crawl import CrawlContext
 from crawler.paths import checked_data_dir
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class BoundMonitor:
         if self.interval:
             self._report.start(self.interval, now=False)
         if self.snapshot_interval:
-            directory = stats_snapshot_dir(self.crawler.settings, crawl_id_of(self.crawler))
+            directory = stats_snapshot_dir(self.crawler.settings, CrawlContext.of(self.crawler).crawl_id)
             self._snapshot_path = directory / f"{socket.gethostname()}-{os.getpid()}.json"
             self._snapshot.start(self.snapshot_interval, now=False)
 

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
-from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import defaults
 from crawler.net.once import OncePerHost
+from crawler.urls.keys import host_key
 
 _MIME = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}")
 
@@ -149,7 +149,7 @@ class HtmlOnlyMiddleware:
         self.stats.inc_value(f"content/dropped/{reason}")
         self.stats.inc_value(f"content/dropped_type/{mime_type(response.headers.get(b'Content-Type'))}")
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
-        if reason == "too_large" and self._said.first(urlparse_cached(request).hostname or ""):
+        if reason == "too_large" and self._said.first(host_key(request.url)):
             logger.info("Dropped %s: larger than DOWNLOAD_MAXSIZE (%d bytes; said once per host)",
                         request.url, request.meta.get("download_maxsize", self.max_bytes))
         else:

@@ -11,8 +11,7 @@ from scrapy import Request, signals
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.context.connection import first_redis, uses_cluster, uses_redis
-from crawler.context.crawl_id import crawl_id_of
+from crawler.context.crawl import CrawlContext
 from crawler.dedup.fingerprints import content_fingerprints
 from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIndex
 from crawler.dedup.same import SameText
@@ -73,9 +72,10 @@ class ContentSeenMiddleware:
         max_distance = s.getint("SIMHASH_MAX_DISTANCE", defaults.SIMHASH_MAX_DISTANCE)
         index: ContentIndex | None = None
         calls = None
-        if uses_redis(s):
-            client, crawl_id = first_redis(s), crawl_id_of(crawler)
-            index = (cluster_content_index(client, s, crawl_id, max_distance) if uses_cluster(s)
+        context = CrawlContext.of(crawler)
+        if context.uses_redis:
+            client, crawl_id = context.redis, context.crawl_id
+            index = (cluster_content_index(client, s, crawl_id, max_distance) if context.uses_cluster
                      else RedisContentIndex(client, crawl_id, max_distance))
             calls = SparedCalls("content-index-io", s.getfloat("REDIS_STALL_SECONDS",
                                                                defaults.REDIS_STALL_SECONDS))

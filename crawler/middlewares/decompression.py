@@ -9,10 +9,10 @@ from scrapy.downloadermiddlewares.httpcompression import ACCEPTED_ENCODINGS
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import TextResponse
 from scrapy.responsetypes import responsetypes
-from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.net.decoding import Decoded, DecodingError, codings, decode
 from crawler.net.once import OncePerHost
+from crawler.urls.keys import host_key
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -98,7 +98,7 @@ class BoundedDecompressionMiddleware:
         raise IgnoreRequest(f"bad_encoding: {request.url}")
 
     def _say_once(self, request: Request, message: str, *args: object) -> None:
-        if self._said.first(urlparse_cached(request).hostname or ""):
+        if self._said.first(host_key(request.url)):
             logger.info(message + " (said once per host)", *args)
         else:
             logger.debug(message, *args)

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
-from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import defaults
 from crawler.net.once import OncePerHost
+from crawler.urls.keys import host_key
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -65,7 +65,7 @@ class HeaderLimitMiddleware:
         if size is None:
             return response
         self.stats.inc_value("download/bad_response/headers_too_large")
-        if self._said.first(urlparse_cached(request).hostname or ""):
+        if self._said.first(host_key(request.url)):
             logger.warning("Skipped %s: its header section is %d bytes, over DOWNLOAD_MAXHEADERSIZE = %d "
                            "(said once per host)", request.url, size, self.max_size)
         raise IgnoreRequest(f"headers_too_large: {request.url}")

@@ -15,6 +15,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.net.once import OncePerHost
+from crawler.urls.keys import host_key
 from crawler.urls.links import LinkFollower
 from crawler.urls.normalize import normalize_url
 from crawler.urls.rejects import rejection_reason
@@ -90,7 +91,7 @@ class _SkipBadTargets:
     def _drop(self, request: Request, why: str, detail: str) -> None:
         self.crawler.stats.inc_value(f"redirect/dropped/{why}")  # type: ignore[attr-defined]
         first = request.meta.get("redirect_urls", [request.url])[0]
-        if self._said.first(urlparse_cached(request).hostname or ""):
+        if self._said.first(host_key(request.url)):
             logger.info("Redirects from %s dropped: %s (said once per host)", first, detail)
         raise IgnoreRequest(f"redirect {why}: {first}")
 

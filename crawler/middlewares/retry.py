@@ -7,7 +7,6 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
-from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 from scrapy.utils.response import response_status_message
 from twisted.internet.error import DNSLookupError
@@ -15,6 +14,7 @@ from twisted.internet.error import DNSLookupError
 from crawler.net import bad_responses
 from crawler.net.resolver import installed
 from crawler.scheduling.codec import LEASE_META, mark_failed
+from crawler.urls.keys import host_key
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -77,7 +77,7 @@ class FrontierRetryMiddleware:
             reason = f"{name}: {exception}"
             resolver = installed()
             if isinstance(exception, CannotResolveHostError | DNSLookupError) and resolver is not None:
-                error = resolver.lookup_error(urlparse_cached(request).hostname or "")
+                error = resolver.lookup_error(host_key(request.url))
                 if error:
                     reason += f" ({error})"  # NXDOMAIN: a dead letter once confirmed
             self._fail(request, reason, name)

@@ -23,8 +23,7 @@ from twisted.internet.defer import Deferred
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.context.connection import first_redis, uses_redis
-from crawler.context.crawl_id import crawl_id_of
+from crawler.context.crawl import CrawlContext
 from crawler.iothread import SparedCalls
 from crawler.middlewares.decompression import CUT_FLAG, DECODED_KEEP_PREFIX, DECODED_MAXSIZE
 from crawler.robots.cache import RobotsCachePolicy, RobotsEntry, RobotsLru, SharedRobotsCache
@@ -137,13 +136,12 @@ class RobotsMiddleware:
             cache_size=s.getint("ROBOTSTXT_CACHE_SIZE", defaults.ROBOTSTXT_CACHE_SIZE),
         )
         crawler.signals.connect(middleware._bytes_received, signal=signals.bytes_received)
-        if uses_redis(s):
-            crawl_id = crawl_id_of(crawler)
+        context = CrawlContext.of(crawler)
+        if context.uses_redis:
             calls = SparedCalls("robots-cache-io", s.getfloat("REDIS_STALL_SECONDS",
                                                               defaults.REDIS_STALL_SECONDS))
             crawler.signals.connect(calls.stop, signal=signals.spider_closed)
-            middleware.shared = SharedRobotsCache(first_redis(s, socket_timeout=5),
-                                                  f"crawl:{{{crawl_id}}}:robots:", calls)
+            middleware.shared = SharedRobotsCache(context.redis, context.keys.key("robots:"), calls)
         return middleware
 
     @property

@@ -17,8 +17,7 @@ from twisted.python.failure import Failure
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.context.connection import first_redis, uses_redis
-from crawler.context.crawl_id import crawl_id_of
+from crawler.context.crawl import CrawlContext
 from crawler.dedup.fingerprints import content_fingerprints
 from crawler.extract.html import word_count
 from crawler.iothread import SparedCalls, spared_or_inline
@@ -28,7 +27,7 @@ from crawler.traps.content import Probe, counts_for_demotion, probe_url
 from crawler.traps.params import strip_params
 from crawler.traps.state import Traps, TrapSettings
 from crawler.traps.store import EmbeddedTrapStore, RedisTrapStore, TrapStore
-from crawler.urls.keys import url_host
+from crawler.urls.keys import host_key, url_host
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -43,11 +42,11 @@ PROBE_PRIORITY = 1000
 def trap_store(crawler: Crawler) -> TrapStore:
     """The crawl's trap state: in Redis with ``REDIS_URL``, else ``traps.sqlite`` beside
     the embedded frontier's file."""
-    s = crawler.settings
-    crawl_id = crawl_id_of(crawler)
-    if uses_redis(s):
-        return RedisTrapStore(first_redis(s), crawl_id)
-    return EmbeddedTrapStore(embedded_frontier_path(s, crawl_id).with_name("traps.sqlite"))
+    context = CrawlContext.of(crawler)
+    if context.uses_redis:
+        return RedisTrapStore(context.redis, context.crawl_id)
+    state_dir = embedded_frontier_path(crawler.settings, context.crawl_id).parent
+    return EmbeddedTrapStore(state_dir / "traps.sqlite")
 
 
 class TrapsMiddleware:
@@ -90,7 +89,7 @@ class TrapsMiddleware:
         )
         store = trap_store(crawler)
         calls = None
-        if uses_redis(s):
+        if CrawlContext.of(crawler).uses_redis:
             stall = s.getfloat("REDIS_STALL_SECONDS", defaults.REDIS_STALL_SECONDS)
             calls = SparedCalls("trap-state-io", stall)
             crawler.signals.connect(calls.stop, signal=signals.spider_closed)  # before the store closes
@@ -106,7 +105,7 @@ class TrapsMiddleware:
         if not self.probe or parse_probe is None or request.meta.get("trap_probe"):
             return None
         parts = urlparse_cached(request)
-        host = parts.hostname or ""
+        host = host_key(request.url)
         if parts.scheme not in ("http", "https") or self.traps.probed(host):
             return None
         if not await spared_or_inline(self.calls, self.traps.claim_probe, host):

@@ -16,7 +16,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.context.crawl_id import crawl_id_of
+from crawler.context.crawl import CrawlContext
 from crawler.freshness.revisit import NOT_MODIFIED, UNCHANGED
 from crawler.items import Page
 from crawler.paths import data_path
@@ -254,7 +254,7 @@ class PageStorePipeline:
         self.store.recover()
         name = segment_name()
         if self.crawler is not None:
-            self.info = warcinfo(self.crawler.settings, crawl_id_of(self.crawler))
+            self.info = warcinfo(self.crawler.settings, CrawlContext.of(self.crawler).crawl_id)
         self._warc = WarcFileWriter(self.store, name, self.roll_bytes, self.info, self.roll_seconds,
                                     self.gzip_level)
         self._meta = SegmentWriter(self.store, "meta", name, "jsonl.gz", self.roll_bytes,

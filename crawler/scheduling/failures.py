@@ -8,11 +8,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scrapy.utils.asyncio import call_later
-from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.frontier.policy import RetryPolicy, is_exhausted, is_permanent, is_unreachable
 from crawler.scheduling.codec import ATTEMPTS_META, mark_failed, request_to_json, requeue
 from crawler.store.space import StoreFull
+from crawler.urls.keys import host_key
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -68,7 +68,7 @@ class FailureChain:
         request.meta[ATTEMPTS_META] = attempts
         data, _ = request_to_json(request, spider)
         failure = _Failure(request.url, fp, token, data, reason, attempts, time.time(),
-                           urlparse_cached(request).hostname or "")
+                           host_key(request.url))
         if is_unreachable(reason) and not is_permanent(reason):
             self.client.unanswered(failure.host).addCallback(self.decide, failure)
         else:
@@ -132,7 +132,7 @@ class FailureChain:
         """A host that answers may be given up again, and said so, later (the frontier ends
         its run of unanswered fetches as the fetch is reported)."""
         if self.given_up:
-            self.given_up.discard(urlparse_cached(request).hostname or "")
+            self.given_up.discard(host_key(request.url))
 
     def item_error(self, response: Response, failure: Any) -> None:
         """A page that failed in the pipelines is not stored: an attempt that failed."""

@@ -8,13 +8,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from scrapy.utils.httpobj import urlparse_cached
-
 from crawler.freshness.revisit import RevisitPolicy, lastmod_time
 from crawler.frontier.api import Entry
 from crawler.frontier.policy import PriorityLevels
 from crawler.scheduling.codec import LEASE_META, request_to_json
 from crawler.scheduling.fetches import FETCH_META
+from crawler.urls.keys import host_key
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -61,7 +60,7 @@ class Intake:
             names = ", ".join(map(repr, dropped))
             return self._not_durable(request, fp, f"meta:{names}",
                                      f"meta or cb_kwargs {names} cannot be stored as JSON")
-        host = urlparse_cached(request).hostname or ""
+        host = host_key(request.url)
         entry = Entry(fp, host, self.levels.level(request.meta.get("depth", 0), request.priority), data)
         add = (entry, request.dont_filter, request.meta.get("sitemap_lastmod"))
         # A retry of the URL its lease holds goes back to the queue; that lease ends.

@@ -15,7 +15,7 @@ from twisted.python.failure import Failure
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.context.crawl_id import crawl_id_of
+from crawler.context.crawl import CrawlContext
 from crawler.frontier.api import Fetch, Frontier, Revisit, SharedFrontier, fetch_seconds_counts
 from crawler.frontier.policy import PriorityLevels, RetryPolicy, beat_interval
 from crawler.items import Page
@@ -142,7 +142,7 @@ class FrontierScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
         s = crawler.settings
-        crawl_id = crawl_id_of(crawler)
+        crawl_id = CrawlContext.of(crawler).crawl_id
         levels = PriorityLevels(s.getint("FRONTIER_PRIORITY_LEVELS", defaults.FRONTIER_PRIORITY_LEVELS))
         frontier = open_frontier(s, crawl_id, levels)
         if s.getfloat("DOWNLOAD_DELAY") or s.getbool("AUTOTHROTTLE_ENABLED"):

@@ -15,8 +15,7 @@ from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 
 from crawler import defaults
-from crawler.context.connection import first_redis
-from crawler.context.crawl_id import crawl_id_of
+from crawler.context.crawl import CrawlContext
 from crawler.iothread import IoThread
 from crawler.scheduling.engine import EngineAdapter
 from crawler.scheduling.timers import EarliestCall
@@ -59,8 +58,9 @@ class PushedSeeds:
     def from_crawler(cls, crawler: Crawler, spider: WebSpider) -> PushedSeeds:
         s = crawler.settings
         key = s.get("REDIS_START_URLS_KEY", defaults.REDIS_START_URLS_KEY)
-        key = key % {"name": spider.name} if key else f"crawl:{{{crawl_id_of(crawler, spider)}}}:seeds"
-        seeds = cls(spider, first_redis(s), key,
+        context = CrawlContext.of(crawler, spider)
+        key = key % {"name": spider.name} if key else context.keys.key("seeds")
+        seeds = cls(spider, context.redis, key,
                     s.getfloat("SEEDS_POLL_INTERVAL", defaults.SEEDS_POLL_INTERVAL),
                     s.getfloat("SCHEDULER_IDLE_BEFORE_CLOSE", defaults.SCHEDULER_IDLE_BEFORE_CLOSE),
                     EngineAdapter(crawler).wake)

@@ -213,4 +213,4 @@ class RedisTrapStore:
         return bool(self.redis.sadd(self.prefix + "demoted", host))
 
     def close(self) -> None:
-        self.redis.close()
+        """Nothing to close: the client is the crawl's (``CrawlContext`` closes it)."""

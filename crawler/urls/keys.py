@@ -10,6 +10,7 @@ import hashlib
 import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from crawler.urls.normalize import normalize_url
 
@@ -43,11 +44,17 @@ def url_fingerprint(url: str) -> int:
     return fingerprint(normal)
 
 
-def url_host(normalized_url: str) -> str:
-    """Hostname of a normalised URL, without port (and without IPv6 brackets).
+def host_key(url: str) -> str:
+    """The host that every per-host rule keys ``url`` on (politeness, budgets, traps,
+    robots.txt, what is said once a host): its hostname as urllib reads it, lowercased,
+    without userinfo, port or IPv6 brackets; "" for none. ``url_host`` is its fast path
+    for a normalised URL (``tests/test_urls.py`` proves them equal there)."""
+    return urlsplit(url).hostname or ""
 
-    String slicing only: it relies on the normal form (no userinfo, path present).
-    """
+
+def url_host(normalized_url: str) -> str:
+    """``host_key`` of a normalised URL, by string slicing only: it relies on the normal
+    form (lowercase host, no userinfo, path present)."""
     start = normalized_url.find("://") + 3
     end = normalized_url.find("/", start)
     hostport = normalized_url[start:] if end < 0 else normalized_url[start:end]

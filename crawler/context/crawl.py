@@ -1,0 +1,73 @@
+"""``CrawlContext``: what one crawl is, built once per crawler for all its components.
+
+The crawl id (``crawl_id_of``), its key layout (``CrawlKeys``), the Redis client of its
+shared state beside the frontier (robots.txt cache, content index, trap state, pushed
+seeds) and the host key: each component asks ``CrawlContext.of(crawler)`` instead of
+deriving them again. The frontier keeps Redis clients of its own (one per shard, with
+no retry inside redis-py: ``crawler.scheduling.factory``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
+
+from scrapy import signals
+
+from crawler.context.connection import first_redis, uses_cluster, uses_redis
+from crawler.context.crawl_id import crawl_id_of
+from crawler.context.keys import CrawlKeys
+from crawler.urls.keys import host_key
+
+if TYPE_CHECKING:
+    from redis import Redis, RedisCluster
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+
+
+class CrawlContext:
+    """One crawl's id, keys and shared Redis client; its Redis client is made at first use
+    and closed when the engine stops (components do not close it)."""
+
+    _of: WeakKeyDictionary[Crawler, CrawlContext] = WeakKeyDictionary()
+
+    #: The host every per-host rule (politeness, budgets, traps, robots.txt) keys on.
+    host_key = staticmethod(host_key)
+
+    def __init__(self, settings: BaseSettings, crawl_id: str) -> None:
+        self.settings = settings
+        self.crawl_id = crawl_id
+        self.keys = CrawlKeys(crawl_id)
+        self._redis: Redis | RedisCluster | None = None
+
+    @classmethod
+    def of(cls, crawler: Crawler, spider: Spider | None = None) -> CrawlContext:
+        """The context of ``crawler``'s crawl, built at the first ask (``spider``: for an
+        ask before ``crawler.spider`` is set)."""
+        context = cls._of.get(crawler)
+        if context is None:
+            context = cls._of[crawler] = cls(crawler.settings, crawl_id_of(crawler, spider))
+            crawler.signals.connect(context.close, signal=signals.engine_stopped)
+        return context
+
+    @property
+    def uses_redis(self) -> bool:
+        """Whether the crawl's state is shared in Redis (``REDIS_URL`` or scrapy-redis's settings)."""
+        return uses_redis(self.settings)
+
+    @property
+    def uses_cluster(self) -> bool:
+        return uses_cluster(self.settings)
+
+    @property
+    def redis(self) -> Redis | RedisCluster:
+        """The crawl's client of its first Redis server (or of its cluster)."""
+        if self._redis is None:
+            self._redis = first_redis(self.settings)
+        return self._redis
+
+    def close(self) -> None:
+        if self._redis is not None:
+            self._redis.close()
+            self._redis = None
