@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from redis import RedisCluster
 from redis.exceptions import RedisError
 from scrapy import Request, signals
 
@@ -15,7 +16,7 @@ from crawler.dedup.fingerprints import content_fingerprints
 from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIndex
 from crawler.dedup.same import SameText
 from crawler.dedup.split import cluster_content_index
-from crawler.frontier.connection import first_redis, uses_cluster, uses_redis
+from crawler.frontier.connection import first_redis, uses_redis
 from crawler.frontier.crawl_id import crawl_id_of
 from crawler.frontier.outages import OutageNotices
 from crawler.frontier.revisit import UNCHANGED, RevisitState, outcome
@@ -75,8 +76,10 @@ class ContentSeenMiddleware:
         calls = None
         if uses_redis(s):
             client, crawl_id = first_redis(s), crawl_id_of(crawler)
-            index = (cluster_content_index(client, s, crawl_id, max_distance) if uses_cluster(s)
-                     else RedisContentIndex(client, crawl_id, max_distance))
+            if isinstance(client, RedisCluster):
+                index = cluster_content_index(client, s, crawl_id, max_distance)
+            else:
+                index = RedisContentIndex(client, crawl_id, max_distance)
             calls = SparedCalls("content-index-io", s.getfloat("REDIS_STALL_SECONDS",
                                                                defaults.REDIS_STALL_SECONDS))
         middleware = cls(crawler.stats, max_distance,
