@@ -97,9 +97,9 @@ SIMHASH_MAX_DISTANCE = 3
 # Texts shorter than this many words are compared exactly only.
 SIMHASH_MIN_WORDS = 20
 
-# --- Freshness (seed 000): revisit intervals, seconds -----------------------------
-# A page is first revisited after this long; halved when it changed, doubled when not
-# (seed 000)...
+# --- Freshness: revisit intervals, seconds ---------------------------------------
+# A page is first revisited after this long; halved when it changed, doubled when not,
+# so that each page's interval follows how often it changes...
 REVISIT_INTERVAL = 7 * 86400.0
 # ...but never sooner than this...
 REVISIT_MIN_INTERVAL = 86400.0
