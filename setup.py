@@ -10,7 +10,7 @@ setup(
     long_description_content_type="text/markdown",
     packages=find_packages(include=["crawler", "crawler.*"]),
     # The Redis frontier's Lua scripts and the service's dashboard.
-    package_data={"crawler.frontier": ["lua/*.lua"], "crawler.service": ["dashboard/*"]},
+    package_data={"crawler.frontier.backends.redis": ["lua/*.lua"], "crawler.traps": ["lua/*.lua"], "crawler.service": ["dashboard/*"]},
     python_requires=">=3.11",
     install_requires=[
         "scrapy>=2.19,<2.20",

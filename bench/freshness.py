@@ -67,8 +67,8 @@ sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).
 from freshness_oracle import Periodic, allocation, expected, frugal  # noqa: E402
 
 from crawler import defaults  # noqa: E402
-from crawler.frontier.change_rate import Evidence  # noqa: E402
-from crawler.frontier.revisit import HotShare, RevisitPolicy, importance  # noqa: E402
+from crawler.freshness.change_rate import Evidence  # noqa: E402
+from crawler.freshness.revisit import HotShare, RevisitPolicy, importance  # noqa: E402
 
 HOUR, DAY = 3600.0, 86400.0
 # (share of pages, shortest, longest mean change interval); None: never changes.

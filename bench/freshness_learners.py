@@ -65,7 +65,7 @@ from freshness import (  # noqa: E402
 )
 
 from crawler import defaults  # noqa: E402
-from crawler.frontier.revisit import CHANGED, UNCHANGED, HotShare, RevisitPolicy, RevisitState, importance  # noqa: E402
+from crawler.freshness.revisit import CHANGED, UNCHANGED, HotShare, RevisitPolicy, RevisitState, importance  # noqa: E402
 
 DAYS = 60
 

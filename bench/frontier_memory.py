@@ -7,10 +7,10 @@ What is compared. Each store runs in a fresh child process of this script (so on
 cannot inflate the other's RSS), fed the same URLs: ``N`` URLs over ``--hosts`` hosts
 (URL ``i`` on host ``i mod hosts``, so every host is known after the first batch and
 each gets N / hosts URLs), each a real ``scrapy.Request`` with ``meta={"depth": d}``
-(d = 1..3) turned into JSON by ``crawler.frontier.codec.request_to_json``, exactly
+(d = 1..3) turned into JSON by ``crawler.scheduling.codec.request_to_json``, exactly
 what ``FrontierScheduler`` stores, with the 64-bit ``crawler.urls.url_fingerprint``:
 
-* ``frontier``: ``crawler.frontier.embedded.EmbeddedFrontier`` on a file in a temp
+* ``frontier``: ``crawler.frontier.backends.embedded.frontier.EmbeddedFrontier`` on a file in a temp
   dir (default page cache ``FRONTIER_CACHE_KIB`` = 64 MiB), ``add`` of
   ``Entry(fp, host, level, request_json)`` in batches of ``--batch`` with a
   ``commit`` after each. Then a claim loop of ``--claims`` ``next`` + ``fetched`` +
@@ -78,8 +78,8 @@ def make_entries(start: int, stop: int, hosts: int) -> list[Any]:
     from scrapy import Request
 
     from crawler.frontier.api import Entry
-    from crawler.frontier.codec import request_to_json
     from crawler.frontier.policy import PriorityLevels
+    from crawler.scheduling.codec import request_to_json
     from crawler.urls.keys import url_fingerprint
 
     levels = PriorityLevels()
@@ -96,7 +96,7 @@ def make_entries(start: int, stop: int, hosts: int) -> list[Any]:
 
 def child_frontier(urls: int, hosts: int, batch: int, claims: int) -> dict[str, Any]:
     from crawler.frontier.api import Claim
-    from crawler.frontier.embedded import EmbeddedFrontier
+    from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
     from crawler.frontier.policy import PolitenessPolicy
 
     tmp = tempfile.TemporaryDirectory(prefix="frontier-memory-")

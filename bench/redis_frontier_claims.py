@@ -16,9 +16,9 @@ from scrapy_redis import picklecompat
 from scrapy_redis.queue import PriorityQueue
 
 from crawler.frontier.api import Entry, Fetch
-from crawler.frontier.codec import request_to_json
+from crawler.frontier.backends.redis.single import RedisFrontier
 from crawler.frontier.policy import PolitenessPolicy
-from crawler.frontier.redis import RedisFrontier
+from crawler.scheduling.codec import request_to_json
 from crawler.urls.keys import fingerprint
 
 

@@ -11,7 +11,7 @@ from common import fmt_table, machine
 from redis_server import RedisServer
 
 from crawler.frontier.api import Entry
-from crawler.frontier.redis import RedisFrontier
+from crawler.frontier.backends.redis.single import RedisFrontier
 from crawler.urls.keys import fingerprint
 
 

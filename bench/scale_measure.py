@@ -31,9 +31,9 @@ from testweb import RequestRecord, Site, TestWeb  # noqa: E402
 from crawler.dedup.index import RedisContentIndex  # noqa: E402
 from crawler.dedup.split import ClusterContentIndex  # noqa: E402
 from crawler.frontier.api import Entry, Fetch  # noqa: E402
-from crawler.frontier.cluster import shard_tags  # noqa: E402
+from crawler.frontier.backends.redis.cluster import shard_tags  # noqa: E402
+from crawler.frontier.backends.redis.single import RedisFrontier  # noqa: E402
 from crawler.frontier.policy import PolitenessPolicy  # noqa: E402
-from crawler.frontier.redis import RedisFrontier  # noqa: E402
 from crawler.urls.keys import fingerprint  # noqa: E402
 
 CALLS_PER_STEP = 4  # claim, times, fetched, ack: the scripts of one claim_many/fetched_many/ack_many step

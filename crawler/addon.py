@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
+SCHEDULER = "crawler.scheduling.scheduler.FrontierScheduler"
 # The product token of the default USER_AGENT.
 AGENT = "politecrawler"
 # Scrapy's own, for a run of one of its tools: memory queues, no state (without JOBDIR).

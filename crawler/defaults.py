@@ -110,7 +110,7 @@ REVISIT_MAX_INTERVAL = 30 * 86400.0
 # worst use of fetches, and a crawl must keep most of its rate for discovery.
 REVISIT_HOT_SHARE = 0.2
 # From a page's second revisit on, its interval is the gap worth most given how often its
-# visits found it changed (crawler/frontier/change_rate.py) rather than halved or
+# visits found it changed (crawler/freshness/change_rate.py) rather than halved or
 # doubled: this many gaps between visits come first...
 REVISIT_EVIDENCE = 2
 # ...and a fetch that finds no change counts this many times dearer than one that does.

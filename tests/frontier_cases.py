@@ -11,10 +11,10 @@ from redis_cluster import RedisClusterNodes
 from redis_server import RedisServer
 
 from crawler.frontier.api import Claim, Entry
-from crawler.frontier.embedded import EmbeddedFrontier
+from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
+from crawler.frontier.backends.redis.opening import open_redis_frontier
+from crawler.frontier.backends.redis.single import RedisFrontier
 from crawler.frontier.policy import PolitenessPolicy
-from crawler.frontier.redis import RedisFrontier
-from crawler.frontier.sharded import open_redis_frontier
 from crawler.urls.keys import url_fingerprint
 
 POLICY = PolitenessPolicy(min_delay=1.0, delay_factor=10.0, max_delay=30.0, backoff_max=3600.0)

@@ -47,7 +47,7 @@ def test_scrapy_settings_shows_the_addon_defaults_and_the_project_still_wins(pro
     assert setting("POLITENESS_DELAY_FACTOR") == "10.0"
     assert setting("URLLENGTH_LIMIT") == "1000"
     assert setting("DEPTH_LIMIT", "-s", "DEPTH_LIMIT=5") == "5"
-    assert setting("SCHEDULER") == "crawler.frontier.scheduler.FrontierScheduler"
+    assert setting("SCHEDULER") == "crawler.scheduling.scheduler.FrontierScheduler"
     # The template's DOWNLOAD_DELAY = 1 becomes the frontier's gap, not a second delay.
     assert setting("DOWNLOAD_DELAY") == "0"
     assert setting("POLITENESS_MIN_DELAY") == "1.0"

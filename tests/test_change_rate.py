@@ -5,8 +5,8 @@ from email.utils import formatdate
 
 import pytest
 
-from crawler.frontier.change_rate import Evidence, GapChooser
-from crawler.frontier.revisit import CHANGED, RevisitPolicy
+from crawler.freshness.change_rate import Evidence, GapChooser
+from crawler.freshness.revisit import CHANGED, RevisitPolicy
 
 DAY = 86400.0
 

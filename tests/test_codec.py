@@ -6,7 +6,7 @@ import json
 
 from scrapy import Request, Spider
 
-from crawler.frontier.codec import request_from_json, request_to_json
+from crawler.scheduling.codec import request_from_json, request_to_json
 
 
 class Site(Spider):

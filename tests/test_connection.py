@@ -12,9 +12,9 @@ from scrapy.exceptions import UsageError
 from scrapy.settings import Settings
 
 from crawler.commands import check_redis
-from crawler.frontier.connection import first_redis, redis_clients, uses_redis
-from crawler.frontier.factory import open_frontier
+from crawler.context.connection import first_redis, redis_clients, uses_redis
 from crawler.frontier.policy import PriorityLevels
+from crawler.scheduling.factory import open_frontier
 
 PROJECT = Path(__file__).resolve().parent.parent
 

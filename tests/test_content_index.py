@@ -15,7 +15,7 @@ from scrapy.utils.test import get_crawler
 
 from crawler.dedup.index import Match, MemoryContentIndex, RedisContentIndex
 from crawler.dedup.split import ClusterContentIndex
-from crawler.frontier.cluster import shard_tags
+from crawler.frontier.backends.redis.cluster import shard_tags
 from crawler.items import Page
 from crawler.middlewares.content_seen import ContentSeenMiddleware
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from crawling import crawl_command
 from testweb import Site, TestWeb
 
-from crawler.frontier.embedded_store import DONE, REVISIT, read_counts
+from crawler.frontier.backends.embedded.store import DONE, REVISIT, read_counts
 from crawler.store.files import LocalStore, iter_records, torn_tails
 from crawler.store.repair import WRITING_DIR
 from crawler.store.warc import read_page

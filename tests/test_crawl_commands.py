@@ -18,10 +18,10 @@ from redis_server import RedisServer
 from test_s3 import CREDENTIALS, make_bucket
 from testweb import Site, TestWeb
 
+from crawler.context.crawl_id import derive_crawl_id
 from crawler.frontier.api import Entry
-from crawler.frontier.crawl_id import derive_crawl_id
-from crawler.frontier.embedded import EmbeddedFrontier
-from crawler.frontier.sharded import open_redis_frontier
+from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
+from crawler.frontier.backends.redis.opening import open_redis_frontier
 
 
 def _env() -> dict[str, str]:

@@ -7,7 +7,7 @@ import shlex
 from crawling import crawl_command
 from testweb import Site, TestWeb
 
-from crawler.frontier.crawl_id import derive_crawl_id, fresh_crawl_command
+from crawler.context.crawl_id import derive_crawl_id, fresh_crawl_command
 
 
 def test_same_seeds_in_any_order_name_the_same_crawl():

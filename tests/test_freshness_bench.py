@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import freshness as bench
 import freshness_oracle as oracle
 
-from crawler.frontier.revisit import DATED_SLACK
+from crawler.freshness.revisit import DATED_SLACK
 
 DAY = bench.DAY
 

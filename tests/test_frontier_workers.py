@@ -10,12 +10,12 @@ import redis
 from frontier_cases import POLICY, claim, entry, finish
 
 from crawler.frontier.api import Fetch, fetch_seconds_counts
-from crawler.frontier.cluster import ClusterFrontier
-from crawler.frontier.embedded import EmbeddedFrontier
-from crawler.frontier.embedded_store import read_counts
+from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
+from crawler.frontier.backends.embedded.store import read_counts
+from crawler.frontier.backends.redis.cluster import ClusterFrontier
+from crawler.frontier.backends.redis.sharded import ShardedRedisFrontier
+from crawler.frontier.backends.redis.single import RedisFrontier
 from crawler.frontier.policy import PriorityLevels, RetryPolicy
-from crawler.frontier.redis import RedisFrontier
-from crawler.frontier.sharded import ShardedRedisFrontier
 
 
 def test_workers_sharing_a_redis_frontier_never_fetch_one_host_at_once(redis_url):
@@ -136,7 +136,7 @@ def test_fewer_priority_levels_on_resume_keep_every_url(tmp_path):
 
 
 def test_consistent_hashing_spreads_hosts_and_moves_few_when_a_shard_is_added():
-    from crawler.frontier.sharded import ShardedRedisFrontier
+    from crawler.frontier.backends.redis.sharded import ShardedRedisFrontier
 
     def ring(n: int) -> ShardedRedisFrontier:  # clients that never connect: only the ring is used
         return ShardedRedisFrontier([RedisFrontier(redis.Redis(port=1), "x") for _ in range(n)])

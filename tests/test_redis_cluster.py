@@ -18,7 +18,8 @@ from testweb import Site, TestWeb
 
 from crawler.dedup.index import RedisContentIndex
 from crawler.frontier.api import Entry
-from crawler.frontier.cluster import ClusterFrontier, shard_count, shard_tags
+from crawler.frontier.backends.redis.cluster import ClusterFrontier, shard_count, shard_tags
+from crawler.frontier.backends.redis.single import RedisFrontier
 from crawler.store.files import LocalStore, iter_records
 
 CLUSTER = {"REDIS_CLUSTER": True, "CRAWL_ID": "shared", "SCHEDULER_IDLE_BEFORE_CLOSE": 3}
@@ -207,7 +208,7 @@ def test_scripts_refuse_a_slot_being_moved_and_run_once_it_has_moved(cluster):
     client = redis.RedisCluster.from_url(cluster.url)
     frontier = ClusterFrontier(client, "moving", 16)
     frontier.add([Entry(1, "a.test", 0, "http://a.test/1"), Entry(2, "a.test", 0, "http://a.test/2")])
-    shard = frontier.shards[frontier.shard_of("a.test")].shard  # the RedisFrontier under its kept steps
+    shard = RedisFrontier(client, shard_tags("moving", 16)[frontier.shard_of("a.test")])  # no kept steps
     index = RedisContentIndex(client, "moving")
     with slot_moving(cluster, shard.prefix, [shard.prefix + "ready:0"]):
         with pytest.raises(redis.RedisError):  # its ready set moved, its queue not yet

@@ -8,8 +8,8 @@ import redis
 from redis_server import RedisServer
 
 from crawler.frontier.api import Entry, Fetch
+from crawler.frontier.backends.redis.single import RedisFrontier
 from crawler.frontier.policy import PolitenessPolicy
-from crawler.frontier.redis import RedisFrontier
 
 
 @pytest.fixture

@@ -190,7 +190,7 @@ def test_seeds_pushed_into_redis_are_crawled_and_idle_workers_close(tmp_path, re
 
 def test_scrapy_forget_deletes_a_finished_crawl_and_keeps_a_running_one(tmp_path, redis_url):
     from crawler.frontier.api import Entry
-    from crawler.frontier.redis import RedisFrontier
+    from crawler.frontier.backends.redis.single import RedisFrontier
 
     client = redis.Redis.from_url(redis_url)
     RedisFrontier(client, "busy").add([Entry(1, "a.test", 0, "{}")])

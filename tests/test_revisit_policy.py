@@ -4,7 +4,7 @@ from email.utils import formatdate
 
 import pytest
 
-from crawler.frontier.revisit import (
+from crawler.freshness.revisit import (
     CHANGED,
     FIRST,
     NOT_MODIFIED,

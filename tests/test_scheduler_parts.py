@@ -14,19 +14,20 @@ from scrapy.signalmanager import SignalManager
 from twisted.internet import defer
 
 from crawler import signals as crawler_signals
-from crawler.frontier.api import Entry, Fetch
-from crawler.frontier.calls import InlineCalls
-from crawler.frontier.codec import FAILED_META, revisit_request
-from crawler.frontier.embedded import EmbeddedFrontier
-from crawler.frontier.fetches import FETCH_META, FetchReports
-from crawler.frontier.host_news import HostNews
-from crawler.frontier.leases import LeaseBook
-from crawler.frontier.link import FrontierLink
+from crawler.frontier.api import Entry, Fetch, FrontierUnavailable
+from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
+from crawler.frontier.backends.redis.shard_steps import ShardPauses
 from crawler.frontier.outages import OutageNotices
-from crawler.frontier.outbox import Outbox, run_steps
 from crawler.frontier.policy import PolitenessPolicy
-from crawler.frontier.shard_steps import ShardPauses
-from crawler.frontier.upkeep import Counts, PendingCounts
+from crawler.scheduling.calls import InlineCalls
+from crawler.scheduling.client import AddStep, FrontierClient
+from crawler.scheduling.codec import FAILED_META, revisit_request
+from crawler.scheduling.fetches import FETCH_META, FetchReports
+from crawler.scheduling.host_news import HostNews
+from crawler.scheduling.leases import LeaseBook
+from crawler.scheduling.link import FrontierLink
+from crawler.scheduling.outbox import Outbox, run_steps
+from crawler.scheduling.upkeep import Counts, PendingCounts
 
 
 def test_the_lease_book_sorts_finished_requests_by_how_their_lease_ends():
@@ -60,7 +61,7 @@ class FlakyFrontier:
 
     def ack_many(self, leases):
         if self.down:
-            raise RedisConnectionError("connection refused")
+            raise FrontierUnavailable("connection refused")
         self.calls.append(("ack_many", leases))
         return [True] * len(leases)
 
@@ -82,12 +83,12 @@ class Timers:
 def test_the_outbox_keeps_steps_in_order_through_an_outage_and_says_so_once(caplog):
     frontier, stats, retries, results, drained = FlakyFrontier(), [], [], [], []
     outbox = Outbox(InlineCalls(frontier), stats.append, retries.append, later=Timers().later)
-    outbox.write("ack_many", [(1, 1)]).addCallback(results.append)
+    FrontierClient(outbox).ack_many([(1, 1)]).addCallback(results.append)
     assert results == [[True]]
     frontier.down = True
     with caplog.at_level(logging.WARNING):
-        outbox.write("ack_many", [(2, 2)]).addCallback(results.append)
-        outbox.write("ack_many", [(3, 3)]).addCallback(results.append)  # waits behind it
+        FrontierClient(outbox).ack_many([(2, 2)]).addCallback(results.append)
+        FrontierClient(outbox).ack_many([(3, 3)]).addCallback(results.append)  # waits behind it
         outbox.drain().addCallback(drained.append)
     assert drained == [False] and len(outbox) == 2 and results == [[True]] and outbox.down
     assert stats == ["frontier/redis_errors"] * 2 and retries == [0.5, 1.0]
@@ -108,7 +109,7 @@ def test_a_call_that_hangs_is_an_outage_said_once_and_over_when_a_step_gets_thro
         outbox.stalled(6.0)
         outbox.stalled(7.0)
         assert outbox.down and stats == ["frontier/redis_stalls"]
-        outbox.write("ack_many", [(1, 1)])
+        FrontierClient(outbox).ack_many([(1, 1)])
     assert not outbox.down and outbox.idle
     messages = [r.getMessage() for r in caplog.records]
     assert sum("not answered for 6 s" in m for m in messages) == 1
@@ -200,8 +201,8 @@ class CountingFrontier:
 def test_a_run_of_adds_goes_as_one_call_and_each_step_hears_its_own_answer():
     frontier = CountingFrontier()
     a, b, c = (Entry(fp, "a.test", 0, "{}") for fp in (1, 2, 3))
-    steps = [("add", ([a], False)), ("add", ([b, a], False)), ("ack_many", ([(9, 9)],)),
-             ("add", ([a], True)), ("add", ([c], False))]
+    steps = [AddStep([a], False), AddStep([b, a], False), lambda f: f.ack_many([(9, 9)]),
+             AddStep([a], True), AddStep([c], False)]
     results, error = run_steps(frontier, steps)
     answers = [value for ok, value in results]
     assert error is None and all(ok for ok, _ in results)
@@ -211,7 +212,7 @@ def test_a_run_of_adds_goes_as_one_call_and_each_step_hears_its_own_answer():
 
 def test_a_failover_that_comes_and_goes_is_said_once(caplog):
     pauses = ShardPauses(str)
-    with caplog.at_level(logging.INFO, logger="crawler.frontier.shard_steps"):
+    with caplog.at_level(logging.INFO, logger="crawler.frontier.backends.redis.shard_steps"):
         for _ in range(3):  # a master failed over: its shards fail, answer, fail again...
             pauses.failed([0, 1], RedisConnectionError("refused"))
             pauses.answered(0)
@@ -226,7 +227,7 @@ def test_shards_failing_in_threads_at_once_are_said_once(caplog):
         return str(shard)
 
     pauses = ShardPauses(slow_describe)
-    with caplog.at_level(logging.INFO, logger="crawler.frontier.shard_steps"):
+    with caplog.at_level(logging.INFO, logger="crawler.frontier.backends.redis.shard_steps"):
         threads = [threading.Thread(target=pauses.failed, args=([shard], RedisConnectionError("refused")))
                    for shard in range(6)]  # the cluster's claim threads, one per shard
         for thread in threads:
@@ -237,9 +238,26 @@ def test_shards_failing_in_threads_at_once_are_said_once(caplog):
     assert len(warnings) == 1 and "unreachable" in warnings[0], warnings
 
 
+class RecordingClient:
+    """The ``FrontierClient`` calls that host news makes, recorded."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple] = []
+
+    def set_crawl_delay(self, name, delay):
+        self.steps.append(("set_crawl_delay", name, delay))
+
+    def demote(self, name, margin):
+        self.steps.append(("demote", name, margin))
+
+    def defer(self, name, until):
+        self.steps.append(("defer", name, until))
+
+
 def test_host_news_from_signals_become_frontier_steps():
-    steps = []
-    news = HostNews(lambda *step: steps.append(step), PolitenessPolicy(min_delay=1.0, delay_factor=0.0))
+    client = RecordingClient()
+    steps = client.steps
+    news = HostNews(client, PolitenessPolicy(min_delay=1.0, delay_factor=0.0))
     manager = SignalManager()
     news.connect(manager)
     manager.send_catch_log(crawler_signals.robots_crawl_delay, host="a.test", delay=5.0)
@@ -292,7 +310,7 @@ def test_an_empty_claim_sent_before_a_fetch_report_asks_again():
     handed = link.claimed.popleft()
     assert wakes == [1]
     link.claim(4)  # the engine asks while the fetch is in flight
-    link.write("fetched_many", [Fetch(handed.fp, handed.token, time.time(), 0.01, 200)])  # it ended
+    link.client.fetched_many([Fetch(handed.fp, handed.token, time.time(), 0.01, 200)])  # it ended
     link.claim(4)  # asked again: a claim is on its way
     calls.run_all()
     assert not link.claimed and wakes == [1, 1]  # that claim ran before the report: asked again
@@ -316,10 +334,10 @@ def test_an_outage_that_flaps_is_told_at_warning_once():
 def test_the_outbox_tells_an_outage_that_flaps_once(caplog):
     frontier = FlakyFrontier()
     outbox = Outbox(InlineCalls(frontier), lambda stat: None, lambda seconds: None, later=Timers().later)
-    with caplog.at_level(logging.INFO, logger="crawler.frontier.outbox"):
+    with caplog.at_level(logging.INFO, logger="crawler.scheduling.outbox"):
         for _ in range(3):  # down, answers, down again...
             frontier.down = True
-            outbox.write("ack_many", [(1, 1)])
+            FrontierClient(outbox).ack_many([(1, 1)])
             frontier.down = False
             outbox.drain()
     outbox.cancel()
@@ -332,10 +350,10 @@ def test_the_outbox_tells_each_time_its_last_waiting_step_has_run():
     frontier, told = FlakyFrontier(), []
     outbox = Outbox(InlineCalls(frontier), lambda stat: None, lambda seconds: None, later=Timers().later,
                     drained=lambda: told.append(len(outbox)))
-    outbox.write("ack_many", [(1, 1)])
+    FrontierClient(outbox).ack_many([(1, 1)])
     assert told == [0]
     frontier.down = True
-    outbox.write("ack_many", [(2, 2)])
+    FrontierClient(outbox).ack_many([(2, 2)])
     assert told == [0]  # it waits through the outage
     frontier.down = False
     outbox.drain()
@@ -352,7 +370,7 @@ def test_a_pending_ask_left_unanswered_is_answered_once_the_counts_are_known():
     calls, heard = QueuedCalls(frontier), []
     link = FrontierLink(frontier, lambda key: None, lambda: None, lambda seconds: None, 10.0, calls)
     link.counts_read = lambda: heard.append(link.counts())
-    link.write("ack_many", [(2, 1)])
+    link.client.ack_many([(2, 1)])
     assert link.counts() is None  # a step waits
     calls.run_all()
     assert heard[-1] == Counts(queued=1, leased=0, waiting=0, revisits=0)

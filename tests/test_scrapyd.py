@@ -14,7 +14,7 @@ from scrapyd_server import REPO, Scrapyd, clean_env, deploy
 from serve_service import Service
 from testweb import Site, TestWeb
 
-from crawler.frontier.embedded import EmbeddedFrontier
+from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
 from crawler.store.files import LocalStore, iter_records
 
 

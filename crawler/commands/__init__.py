@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import UsageError
 
 from crawler.config import setting_problems
-from crawler.frontier.connection import redis_clients, redis_problem, uses_redis
-from crawler.frontier.embedded import EmbeddedFrontier
-from crawler.frontier.redis import RedisFrontier
-from crawler.frontier.sharded import ShardedRedisFrontier, open_redis_frontier
+from crawler.context.connection import redis_clients, redis_problem, uses_redis
+from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
+from crawler.frontier.backends.redis.opening import open_redis_frontier
+from crawler.frontier.backends.redis.sharded import ShardedRedisFrontier
+from crawler.frontier.backends.redis.single import RedisFrontier
 from crawler.paths import embedded_frontier_path
 
 if TYPE_CHECKING:

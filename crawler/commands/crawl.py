@@ -14,8 +14,8 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
 from crawler.commands import check_command_settings, check_redis, lock_holder, process_command
-from crawler.frontier.connection import uses_redis
-from crawler.frontier.crawl_id import derive_crawl_id
+from crawler.context.connection import uses_redis
+from crawler.context.crawl_id import derive_crawl_id
 from crawler.paths import data_path, embedded_frontier_path
 from crawler.spiders.arguments import ArgumentError, check_argument_names, check_arguments
 from crawler.spiders.web import WebSpider

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 
 from crawler.commands import check_command_settings, check_redis, lock_holder
-from crawler.frontier.connection import redis_clients, uses_redis
-from crawler.frontier.embedded_store import read_counts
-from crawler.frontier.sharded import open_redis_frontier
+from crawler.context.connection import redis_clients, uses_redis
+from crawler.frontier.backends.embedded.store import read_counts
+from crawler.frontier.backends.redis.opening import open_redis_frontier
 from crawler.paths import data_path
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 
 from crawler.commands import check_command_settings, embedded_state, redis_crawl
-from crawler.frontier.connection import uses_redis
-from crawler.frontier.embedded_store import read_counts
+from crawler.context.connection import uses_redis
+from crawler.frontier.backends.embedded.store import read_counts
 
 if TYPE_CHECKING:
     import argparse

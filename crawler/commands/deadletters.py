@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 
 from crawler.commands import check_command_settings, crawl_frontier
-from crawler.frontier.codec import ATTEMPTS_META, with_attempts_reset
+from crawler.scheduling.codec import ATTEMPTS_META, with_attempts_reset
 
 if TYPE_CHECKING:
     import argparse

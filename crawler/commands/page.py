@@ -10,7 +10,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.commands import check_command_settings
-from crawler.frontier.revisit import seconds
+from crawler.freshness.revisit import seconds
 from crawler.paths import data_path
 from crawler.store.files import TornRecord, open_store, torn_tails
 from crawler.store.warc import find_record, find_versions, read_page

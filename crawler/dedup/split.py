@@ -35,7 +35,7 @@ from redis.exceptions import ClusterError
 from crawler import defaults
 from crawler.dedup.index import Match, PageKeys, judge, packed_fingerprints
 from crawler.dedup.simhash import blocks, nearest
-from crawler.frontier.cluster import shard_tags
+from crawler.frontier.backends.redis.cluster import shard_tags
 
 if TYPE_CHECKING:
     from redis import Redis, RedisCluster

@@ -21,7 +21,7 @@ from twisted.internet.task import LoopingCall
 
 from crawler import defaults
 from crawler.bound.verdict import Interval, Thresholds, verdict
-from crawler.frontier.crawl_id import crawl_id_of
+from crawler.context.crawl_id import crawl_id_of
 from crawler.paths import checked_data_dir
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@ does, in the words the contract tests (``tests/test_frontier.py``) check on each
 
 Times are Unix seconds passed in by the caller, so the rules run on a fake clock in
 tests. Fingerprints are 64-bit unsigned integers (``crawler.urls.keys``); a URL's
-request is stored as JSON (``crawler.frontier.codec``). Every number and choice (the
+request is stored as JSON (``crawler.scheduling.codec``). Every number and choice (the
 gap after a fetch, backoff, priority level, budget, retry delay) comes from
 ``crawler.frontier.policy``; a backend only keeps state and makes each step atomic.
 """
@@ -15,6 +15,12 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from crawler.frontier.policy import PolitenessPolicy, RetryPolicy
+
+
+class FrontierUnavailable(Exception):
+    """The backend's store did not answer (a Redis server down or stalled, a shard's master
+    failing over): the step was not done, and may be sent again once it answers. Every
+    backend raises this, never its client library's errors."""
 
 
 @dataclass
@@ -73,7 +79,7 @@ def fetch_seconds_counts(fetches: Iterable[Fetch]) -> dict[str, int]:
 @dataclass
 class Revisit:
     """A URL done for now: fetch it again at ``due`` as ``request`` (which carries its
-    revisit state and validators, ``crawler.frontier.revisit``); last fetched at ``fetched_at``."""
+    revisit state and validators, ``crawler.freshness.revisit``); last fetched at ``fetched_at``."""
 
     fp: int
     token: int
@@ -105,6 +111,10 @@ class Frontier(Protocol):
 
     policy: PolitenessPolicy
     lease_seconds: float
+    #: True: the state is on a server that every worker shares (Redis), which can stall, so
+    #: calls run in an I/O thread (and the backend is a ``SharedFrontier``); False: local
+    #: state (SQLite on local disk) that one process owns, called on the reactor.
+    shared: bool
     #: Hosts first seen since the caller last emptied this, waiting for a politeness key
     #: (``set_politeness_key``) when new hosts are held (per-IP politeness).
     new_hosts: list[str]
@@ -266,3 +276,12 @@ class Frontier(Protocol):
 
     def describe(self) -> str:
         """Where the state is, for log lines."""
+
+
+@runtime_checkable
+class SharedFrontier(Frontier, Protocol):
+    """A frontier whose state outlives its workers on a shared server (Redis)."""
+
+    def forget(self) -> int:
+        """Delete the crawl's state (``scrapy forget``, ``SCHEDULER_PERSIST = False``);
+        how many keys."""

@@ -299,3 +299,9 @@ def allowed_after_leave(next_allowed: float, now: float, unreported: bool, last_
     if not unreported:
         return next_allowed
     return max(next_allowed, now + max(last_gap, hold))
+
+
+def beat_interval(worker_timeout: float) -> float:
+    """Seconds between a worker's heartbeats: at least three per ``FRONTIER_WORKER_TIMEOUT``,
+    at most 5."""
+    return min(5.0, worker_timeout / 3)

@@ -10,7 +10,7 @@ from twisted.python.failure import Failure
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.extract.page import extract_page
-from crawler.frontier.codec import mark_failed
+from crawler.scheduling.codec import mark_failed
 from crawler.stages import StageClock
 from crawler.store.wire import WIRE_META
 from crawler.urls.normalize import UrlNormalizer

@@ -12,14 +12,14 @@ from scrapy import Request, signals
 
 from crawler import defaults
 from crawler import signals as crawler_signals
+from crawler.context.connection import first_redis, uses_redis
+from crawler.context.crawl_id import crawl_id_of
 from crawler.dedup.fingerprints import content_fingerprints
 from crawler.dedup.index import ContentIndex, MemoryContentIndex, RedisContentIndex
 from crawler.dedup.same import SameText
 from crawler.dedup.split import cluster_content_index
-from crawler.frontier.connection import first_redis, uses_redis
-from crawler.frontier.crawl_id import crawl_id_of
+from crawler.freshness.revisit import UNCHANGED, RevisitState, outcome
 from crawler.frontier.outages import OutageNotices
-from crawler.frontier.revisit import UNCHANGED, RevisitState, outcome
 from crawler.iothread import SparedCalls, spared_or_inline
 from crawler.items import Page
 from crawler.stages import StageClock

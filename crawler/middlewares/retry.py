@@ -12,9 +12,9 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.response import response_status_message
 from twisted.internet.error import DNSLookupError
 
-from crawler.frontier.codec import LEASE_META, mark_failed
 from crawler.net import bad_responses
 from crawler.net.resolver import installed
+from crawler.scheduling.codec import LEASE_META, mark_failed
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -23,13 +23,13 @@ from twisted.internet.defer import Deferred
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.frontier.codec import LEASE_META, mark_failed
-from crawler.frontier.connection import first_redis, uses_redis
-from crawler.frontier.crawl_id import crawl_id_of
+from crawler.context.connection import first_redis, uses_redis
+from crawler.context.crawl_id import crawl_id_of
 from crawler.iothread import SparedCalls
 from crawler.middlewares.decompression import CUT_FLAG, DECODED_KEEP_PREFIX, DECODED_MAXSIZE
 from crawler.robots.cache import RobotsCachePolicy, RobotsEntry, RobotsLru, SharedRobotsCache
 from crawler.robots.rules import ROBOTS_MAX_BYTES, RobotsRules, product_token
+from crawler.scheduling.codec import LEASE_META, mark_failed
 from crawler.urls.normalize import normalize_url
 from crawler.urls.rejects import rejection_reason
 

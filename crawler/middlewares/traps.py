@@ -17,10 +17,10 @@ from twisted.python.failure import Failure
 
 from crawler import defaults
 from crawler import signals as crawler_signals
+from crawler.context.connection import first_redis, uses_redis
+from crawler.context.crawl_id import crawl_id_of
 from crawler.dedup.fingerprints import content_fingerprints
 from crawler.extract.html import word_count
-from crawler.frontier.connection import first_redis, uses_redis
-from crawler.frontier.crawl_id import crawl_id_of
 from crawler.iothread import SparedCalls, spared_or_inline
 from crawler.items import Page, ProbeAnswer
 from crawler.paths import embedded_frontier_path

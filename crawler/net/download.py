@@ -12,7 +12,7 @@ from scrapy.utils.asyncio import call_later, is_asyncio_available
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.frontier.codec import keep_lease
+from crawler.scheduling.codec import keep_lease
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.frontier.revisit import FIRST, HotShare, RevisitPolicy, RevisitState, importance, revisit_phase
+from crawler.freshness.revisit import FIRST, HotShare, RevisitPolicy, RevisitState, importance, revisit_phase
 from crawler.items import Page
 
 if TYPE_CHECKING:

@@ -16,12 +16,12 @@ from scrapy.utils.defer import deferred_from_coro
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.frontier.codec import requeue
-from crawler.frontier.crawl_id import crawl_id_of
-from crawler.frontier.revisit import NOT_MODIFIED, UNCHANGED
+from crawler.context.crawl_id import crawl_id_of
+from crawler.freshness.revisit import NOT_MODIFIED, UNCHANGED
 from crawler.items import Page
 from crawler.paths import data_path
 from crawler.pipelines.space import StoreSpaceWatch
+from crawler.scheduling.codec import requeue
 from crawler.stages import StageClock
 from crawler.store.durable import FsyncBatches
 from crawler.store.files import LocalStore, Location, SegmentWriter, open_store, segment_name

@@ -10,13 +10,21 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
+from crawler.context.connection import redis_clients, uses_redis
 from crawler.frontier.api import FETCH_SECONDS_BUCKETS
-from crawler.frontier.codec import ATTEMPTS_META
-from crawler.frontier.connection import redis_clients, uses_redis
-from crawler.frontier.embedded_store import DEAD, LEASED, QUEUED, WAITING, read_counts, read_host_queues
-from crawler.frontier.redis import RedisFrontier
-from crawler.frontier.sharded import ShardedRedisFrontier, open_redis_frontier
+from crawler.frontier.backends.embedded.store import (
+    DEAD,
+    LEASED,
+    QUEUED,
+    WAITING,
+    read_counts,
+    read_host_queues,
+)
+from crawler.frontier.backends.redis.opening import open_redis_frontier
+from crawler.frontier.backends.redis.sharded import ShardedRedisFrontier
+from crawler.frontier.backends.redis.single import RedisFrontier
 from crawler.paths import embedded_frontier_path
+from crawler.scheduling.codec import ATTEMPTS_META
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 from crawler import defaults
 from crawler.commands import crawl_frontier
 from crawler.extensions.bound import stats_snapshot_dir
-from crawler.frontier.codec import with_attempts_reset
 from crawler.net.resolver import policy_from_settings
 from crawler.paths import data_path
+from crawler.scheduling.codec import with_attempts_reset
 from crawler.service.backends import LocalBackend
 from crawler.service.counts import FrontierReader, recent_problems
 from crawler.service.crawl_stats import CrawlStats, read_crawl_stats

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crawler import defaults
-from crawler.frontier.connection import uses_redis
+from crawler.context.connection import uses_redis
 from crawler.urls.links import SCOPES
 from crawler.urls.normalize import UrlNormalizer
 

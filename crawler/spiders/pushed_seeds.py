@@ -15,11 +15,11 @@ from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 
 from crawler import defaults
-from crawler.frontier.connection import first_redis
-from crawler.frontier.crawl_id import crawl_id_of
-from crawler.frontier.engine import EngineAdapter
-from crawler.frontier.timers import EarliestCall
+from crawler.context.connection import first_redis
+from crawler.context.crawl_id import crawl_id_of
 from crawler.iothread import IoThread
+from crawler.scheduling.engine import EngineAdapter
+from crawler.scheduling.timers import EarliestCall
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -16,16 +16,16 @@ from scrapy.utils.sitemap import Sitemap
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.addon import scrapy_tool
+from crawler.context.connection import uses_redis
 from crawler.extract.html import parse_html
 from crawler.extract.page import extract_page, not_modified_page, page_text
-from crawler.frontier.codec import KEEP_LEASE_META
-from crawler.frontier.connection import uses_redis
 from crawler.items import Page, ProbeAnswer
 from crawler.middlewares.decompression import CUT_FLAG, DECODED_KEEP_PREFIX, DECODED_MAXSIZE
 from crawler.middlewares.traps import TrapsMiddleware
 from crawler.net.decoding import DecodingError, decode
 from crawler.robots.meta import PageDirectives, page_directives
 from crawler.robots.rules import product_token
+from crawler.scheduling.codec import KEEP_LEASE_META
 from crawler.spiders.arguments import (
     SEED_FILE_SUFFIXES,
     ArgumentError,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from importlib import resources
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -145,15 +146,6 @@ class EmbeddedTrapStore:
         self.db.close()
 
 
-# KEYS[1] the evidence hash of one (host, parameter, rest); ARGV value, digest, most.
-_OBSERVE = """
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HLEN', KEYS[1]) < tonumber(ARGV[3]) then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-end
-return redis.call('HGETALL', KEYS[1])
-"""
-
-
 class RedisTrapStore:
     """The state of every worker of a Redis crawl, under ``crawl:{<crawl id>}:traps:``:
     ``params:<host>`` (name -> 1 learned, 0 relevant), ``ev:<host>:<name>:<rest>``
@@ -164,7 +156,8 @@ class RedisTrapStore:
     def __init__(self, client: Redis | RedisCluster, crawl_id: str) -> None:
         self.redis = client
         self.prefix = f"crawl:{{{crawl_id}}}:traps:"
-        self._observe = client.register_script(_OBSERVE)
+        self._observe = client.register_script(
+            resources.files("crawler.traps").joinpath("lua", "observe.lua").read_text(encoding="utf-8"))
 
     def _params(self, host: str) -> dict[str, bool]:
         # The crawl's clients leave replies as bytes (no decode_responses).

@@ -7,7 +7,7 @@ visits showed (how many found a change, and after how long). While a page has fe
 did not (a 304, or a 200 with the same text hash: a rotating ad in the markup is no
 change), bounded to [min, max]; the next visit is ``now + interval / importance``, never
 sooner than the minimum interval. From then on the gap is the one
-:class:`~crawler.frontier.change_rate.GapChooser` finds worth most for the page's
+:class:`~crawler.freshness.change_rate.GapChooser` finds worth most for the page's
 evidence (a changed version's Last-Modified, when it dates the change, tells how long ago
 it changed) and importance: halving and doubling settles every page where half its visits
 find a change, which spends the most fetches on the pages that change too fast to keep
@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 from crawler import defaults
-from crawler.frontier.change_rate import Evidence, GapChooser
+from crawler.freshness.change_rate import Evidence, GapChooser
 
 NOT_MODIFIED, UNCHANGED, CHANGED, FIRST = "not_modified", "unchanged", "changed", "first"
 #: A Last-Modified this close to the fetch is the response's time, not the version's.
@@ -48,7 +48,7 @@ class RevisitState:
     changes: int = 0
     # Seconds between visits, summed over the gaps that ended in an undated change and in
     # none, and changes dated by a Last-Modified with the summed seconds from it to the
-    # fetch: the evidence the revisit gap is chosen from (crawler/frontier/change_rate.py).
+    # fetch: the evidence the revisit gap is chosen from (crawler/freshness/change_rate.py).
     changed_time: float = 0.0
     unchanged_time: float = 0.0
     dated_changes: int = 0

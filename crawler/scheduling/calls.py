@@ -8,7 +8,6 @@ from typing import Any
 from twisted.internet import defer
 
 from crawler.frontier.api import Frontier
-from crawler.frontier.embedded import EmbeddedFrontier
 from crawler.iothread import IoThread
 
 
@@ -46,5 +45,5 @@ class ThreadCalls(IoThread):
 
 
 def calls_for(frontier: Frontier) -> InlineCalls | ThreadCalls:
-    """The embedded frontier in-thread; every other (network) backend in the I/O thread."""
-    return InlineCalls(frontier) if isinstance(frontier, EmbeddedFrontier) else ThreadCalls(frontier)
+    """A shared backend (on a server, which can stall) in the I/O thread; local state inline."""
+    return ThreadCalls(frontier) if frontier.shared else InlineCalls(frontier)

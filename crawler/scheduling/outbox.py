@@ -8,12 +8,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from redis import RedisError
 from scrapy.utils.asyncio import call_later
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
+from crawler.frontier.api import Frontier, FrontierUnavailable
 from crawler.frontier.outages import OutageNotices
+from crawler.scheduling.client import AddStep, Step
 
 logger = logging.getLogger(__name__)
 
@@ -21,38 +22,45 @@ logger = logging.getLogger(__name__)
 BATCH = 256
 
 
-def run_steps(frontier: Any, steps: list[tuple[str, tuple]]
-              ) -> tuple[list[tuple[bool, Any]], Exception | None]:
-    """In the I/O thread: the steps in order, until Redis fails (the rest waits). Each
-    result is (True, value), or (False, Failure) for a step that failed otherwise (bad input).
-    A run of adds (the links of a page, one step each) goes as one ``add``: one script, whose
-    answer is split back, and all or none of it is done."""
+def run_steps(frontier: Frontier, steps: list[Step]) -> tuple[list[tuple[bool, Any]], Exception | None]:
+    """In the I/O thread: the steps in order, until the frontier is unavailable (the rest
+    waits). Each result is (True, value), or (False, Failure) for a step that failed
+    otherwise (bad input). A run of adds (the links of a page, one step each) goes as one
+    ``add``: one script, whose answer is split back, and all or none of it is done."""
     results: list[tuple[bool, Any]] = []
     i = 0
     while i < len(steps):
-        name, args = steps[i]
-        run = 1
-        if name == "add":
-            while i + run < len(steps) and steps[i + run][0] == "add" and steps[i + run][1][1:] == args[1:]:
-                run += 1
+        step = steps[i]
+        run = [step] if not isinstance(step, AddStep) else _adds_from(steps, i)
         try:
-            if run == 1:
-                results.append((True, getattr(frontier, name)(*args)))
+            if isinstance(step, AddStep):
+                added = iter(frontier.add([e for add in run for e in add.entries], step.force))
+                results += [(True, [next(added) for _ in add.entries]) for add in run]
             else:
-                batch = [list(steps[k][1][0]) for k in range(i, i + run)]
-                added = iter(frontier.add([e for entries in batch for e in entries], *args[1:]))
-                results += [(True, [next(added) for _ in entries]) for entries in batch]
-        except RedisError as error:
+                results.append((True, step(frontier)))
+        except FrontierUnavailable as error:
             return results, error
         except Exception:  # one bad step must not hold up the others
-            results += [(False, Failure())] * run
-        i += run
+            results += [(False, Failure())] * len(run)
+        i += len(run)
     return results, None
 
 
+def _adds_from(steps: list[Step], i: int) -> list[AddStep]:
+    """The adds from ``steps[i]`` on with its ``force``, up to the first other step."""
+    first = steps[i]
+    assert isinstance(first, AddStep)
+    run = [first]
+    for step in steps[i + 1:]:
+        if not isinstance(step, AddStep) or step.force != first.force:
+            break
+        run.append(step)
+    return run
+
+
 class Outbox:
-    """Sends frontier steps (``write("ack_many", leases)``) through ``calls`` (the I/O
-    thread) in the order written, in batches: a step's Deferred fires with its result.
+    """Sends frontier steps (``FrontierClient``'s calls) through ``calls`` (the I/O thread)
+    in the order sent, in batches: a step's Deferred fires with its result.
 
     While the shared frontier is unreachable each step, and every later one, waits here in
     order and is replayed when it answers, with backoff (0.5 s doubling to 30 s): nothing
@@ -71,7 +79,7 @@ class Outbox:
         self.inc_stat = inc_stat
         self.retry_in = retry_in
         self.written = 0  # steps ever written: a read issued before the latest write is stale
-        self._steps: deque[tuple[str, tuple, defer.Deferred]] = deque()
+        self._steps: deque[tuple[Step, defer.Deferred]] = deque()
         self._sending = False
         self._on_way = 0  # steps of the batch in the I/O thread
         self._down_since: float | None = None
@@ -100,11 +108,11 @@ class Outbox:
         batch on its way): the I/O thread runs calls in the order asked."""
         return self.written - len(self._steps) + self._on_way
 
-    def write(self, name: str, *args: Any) -> defer.Deferred:
+    def send(self, step: Step) -> defer.Deferred:
         """Queue the step; its Deferred fires with its result once it ran (after an outage,
-        once Redis answers again)."""
+        once the frontier answers again)."""
         done: defer.Deferred = defer.Deferred()
-        self._steps.append((name, args, done))
+        self._steps.append((step, done))
         self.written += 1
         self._send()
         return done
@@ -129,7 +137,7 @@ class Outbox:
                 self._timer = self.later(self._retry_at - time.monotonic(), self._retry)
             return
         self._sending = True
-        batch = [(name, args) for name, args, _ in list(self._steps)[:BATCH]]
+        batch = [step for step, _ in list(self._steps)[:BATCH]]
         self._on_way = len(batch)
         d = self.calls.run(run_steps, self.calls.frontier, batch)
         d.addCallbacks(self._sent, self._crashed)
@@ -141,7 +149,7 @@ class Outbox:
     def _sent(self, outcome: tuple[list[tuple[bool, Any]], Exception | None]) -> None:
         results, error = outcome
         # Popped first: their callbacks may write more steps, which go in the next batch.
-        finished = [self._steps.popleft()[2] for _ in results]
+        finished = [self._steps.popleft()[1] for _ in results]
         self._sending, self._on_way = False, 0
         if error is not None:
             self.outage(error)

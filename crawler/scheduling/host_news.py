@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crawler import signals as crawler_signals
 from crawler.frontier.policy import PolitenessPolicy
+
+if TYPE_CHECKING:
+    from crawler.scheduling.client import FrontierClient
 
 
 class HostNews:
     """One job of the scheduler: robots.txt's Crawl-delay and its fetch time, a demotion
     and a host unavailable for a while (signals of ``crawler.signals``) become frontier
-    steps through ``write`` (the scheduler's outbox)."""
+    steps through ``client`` (the scheduler's)."""
 
-    def __init__(self, write: Callable[..., Any], policy: PolitenessPolicy) -> None:
-        self.write, self.policy = write, policy
+    def __init__(self, client: FrontierClient, policy: PolitenessPolicy) -> None:
+        self.client, self.policy = client, policy
 
     def connect(self, signals: Any) -> None:
         for handler, signal in (
@@ -28,17 +30,17 @@ class HostNews:
             signals.connect(handler, signal=signal)
 
     def crawl_delay(self, host: str, delay: float) -> None:
-        self.write("set_crawl_delay", host, delay)
+        self.client.set_crawl_delay(host, delay)
 
     def robots_fetched(self, host: str, seconds: float) -> bool:
         """robots.txt was the host's fetch: its next one waits the policy's gap."""
-        self.write("defer", host, time.time() + self.policy.adaptive_gap(seconds))
+        self.client.defer(host, time.time() + self.policy.adaptive_gap(seconds))
         return True
 
     def demoted(self, host: str, margin: int) -> None:
-        self.write("demote", host, margin)
+        self.client.demote(host, margin)
 
     def unavailable(self, host: str, until: float) -> bool:
         """Hold the host's URLs until ``until``; True: its requests may come back to us."""
-        self.write("defer", host, until)
+        self.client.defer(host, until)
         return True

@@ -5,7 +5,10 @@ from __future__ import annotations
 import ipaddress
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from crawler.scheduling.client import FrontierClient
 
 logger = logging.getLogger(__name__)
 
@@ -16,8 +19,8 @@ class PolitenessKeys:
     its own name when it does not resolve (the fetch then fails with the DNS error and is
     counted). Resolution is the crawl's own resolver, asynchronous."""
 
-    def __init__(self, set_key: Callable[[str, str], object], keyed: Callable[[], object]) -> None:
-        self.set_key = set_key
+    def __init__(self, client: FrontierClient, keyed: Callable[[], object]) -> None:
+        self.client = client
         self.keyed = keyed  # a host may now be fetched: wake the engine
         self.closed = False
         self._resolving: set[str] = set()
@@ -34,7 +37,7 @@ class PolitenessKeys:
                     d = reactor.resolve(name)
                     d.addCallbacks(self._resolved, self._unresolved, (name,), None, (name,))
             else:
-                self.set_key(name, name)
+                self.client.set_politeness_key(name, name)
 
     def _resolved(self, address: str, name: str) -> None:
         self._give(name, address)
@@ -46,5 +49,5 @@ class PolitenessKeys:
     def _give(self, name: str, key: str) -> None:
         self._resolving.discard(name)
         if not self.closed:
-            self.set_key(name, key)
+            self.client.set_politeness_key(name, key)
             self.keyed()

@@ -33,8 +33,11 @@ from collections.abc import Iterable
 
 from redis import Redis
 
-from crawler.frontier import redis_scripts as scripts
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
+from crawler.frontier.backends.redis import scripts
+from crawler.frontier.backends.redis.errors import raises_unavailable
+from crawler.frontier.backends.redis.reporting import RedisReporting
+from crawler.frontier.backends.redis.seen import BloomGeometry, seen_bucket_bits
 from crawler.frontier.policy import (
     HostBudget,
     HostTimes,
@@ -42,10 +45,8 @@ from crawler.frontier.policy import (
     PriorityLevels,
     RetryPolicy,
     allowed_after_leave,
+    beat_interval,
 )
-from crawler.frontier.redis_reporting import RedisReporting
-from crawler.frontier.redis_seen import BloomGeometry, seen_bucket_bits
-from crawler.frontier.upkeep import beat_interval
 
 #: Claims' times kept for their fetch reports at most; past it they are forgotten (and read
 #: again when reported): leases that end without a fetch (requeued, closed) leave theirs.
@@ -59,6 +60,7 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
+@raises_unavailable
 class RedisFrontier(RedisReporting):
     """Frontier state in Redis, shared by every worker of crawl ``crawl_id``.
 
@@ -66,6 +68,8 @@ class RedisFrontier(RedisReporting):
     lease reads the host's times, applies ``PolitenessPolicy`` and writes the result
     back in the release script, so no two workers ever update one host at once.
     """
+
+    shared = True
 
     def __init__(
         self,
@@ -108,8 +112,7 @@ class RedisFrontier(RedisReporting):
         # until its fetch is reported.
         self._claim_times: dict[tuple[int, int], bytes] = {}
         if self.bloom:  # allocate each new bitmap whole: grown bit by bit, Redis doubles it
-            allocate = client.register_script(
-                "if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SETBIT', KEYS[1], ARGV[1], 0) end")
+            allocate = client.register_script(scripts.lua("bloom_allocate.lua"))
             for i in range(self.bloom.bitmaps):
                 allocate(keys=[self.prefix + f"bloom:{i}"], args=[self.bloom.bits - 1])
 

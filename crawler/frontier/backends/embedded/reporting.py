@@ -3,7 +3,7 @@ published as stats, and where its state is for log lines."""
 
 from __future__ import annotations
 
-from crawler.frontier.embedded_store import DONE, REVISIT
+from crawler.frontier.backends.embedded.store import DONE, REVISIT
 
 
 class EmbeddedReporting:

@@ -9,11 +9,11 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from crawler import defaults
+from crawler.context.connection import redis_clients, uses_cluster, uses_redis
 from crawler.frontier.api import Frontier
-from crawler.frontier.connection import redis_clients, uses_cluster, uses_redis
-from crawler.frontier.embedded import EmbeddedFrontier
+from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
+from crawler.frontier.backends.redis.opening import open_redis_frontier
 from crawler.frontier.policy import HostBudget, PolitenessPolicy, PriorityLevels
-from crawler.frontier.sharded import open_redis_frontier
 from crawler.paths import embedded_frontier_path
 
 if TYPE_CHECKING:

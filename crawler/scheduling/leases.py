@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from scrapy import Request
 
-from crawler.frontier.codec import FAILED_META, KEEP_LEASE_META, REQUEUE_META
+from crawler.scheduling.codec import FAILED_META, KEEP_LEASE_META, REQUEUE_META
 from crawler.store.durable import BATCH_PREFIX
 
 Lease = tuple[int, int]  # (fingerprint, token)

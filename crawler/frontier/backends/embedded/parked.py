@@ -4,7 +4,7 @@ time, and dead letters, each a SQLite table beside ``urls`` (``embedded_store``)
 from __future__ import annotations
 
 from crawler.frontier.api import DeadLetter, Revisit
-from crawler.frontier.embedded_store import DEAD, QUEUED, REVISIT, WAITING, signed
+from crawler.frontier.backends.embedded.store import DEAD, QUEUED, REVISIT, WAITING, signed
 
 
 class ParkedUrls:

@@ -10,22 +10,23 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.httpobj import urlparse_cached
 
+from crawler.freshness.revisit import RevisitPolicy, lastmod_time
 from crawler.frontier.api import Entry
-from crawler.frontier.codec import LEASE_META, request_to_json
-from crawler.frontier.fetches import FETCH_META
 from crawler.frontier.policy import PriorityLevels
-from crawler.frontier.revisit import RevisitPolicy, lastmod_time
+from crawler.scheduling.codec import LEASE_META, request_to_json
+from crawler.scheduling.fetches import FETCH_META
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.statscollectors import StatsCollector
-    from twisted.internet.defer import Deferred
+
+    from crawler.scheduling.client import FrontierClient
 
 logger = logging.getLogger(__name__)
 
 
 class Intake:
-    """The engine's requests into the frontier, through ``write`` (the outbox); a retry of
+    """The engine's requests into the frontier, through ``client``; a retry of
     the URL its lease holds is requeued. A request the frontier cannot store durably (its
     callback is not the spider's, or its meta or cb_kwargs are not JSON: Scrapy's shell,
     parse and check make such requests) goes to ``keep``, held in memory by this process.
@@ -33,12 +34,12 @@ class Intake:
     add done (new hosts may wait for their politeness key)."""
 
     def __init__(self, fingerprinter: Any, levels: PriorityLevels, stats: StatsCollector,
-                 write: Callable[..., Deferred], hastened: Callable[[], None],
+                 client: FrontierClient, hastened: Callable[[], None],
                  added: Callable[[], None], keep: Callable[[Request], None]) -> None:
         self.fingerprinter = fingerprinter
         self.levels = levels
         self.stats = stats
-        self.write = write
+        self.client = client
         self.hastened = hastened
         self.added = added
         self.keep = keep
@@ -65,7 +66,7 @@ class Intake:
         add = (entry, request.dont_filter, request.meta.get("sitemap_lastmod"))
         # A retry of the URL its lease holds goes back to the queue; that lease ends.
         if inherited is not None and inherited[0] == fp:
-            self.write("requeue", fp, inherited[1], data).addCallback(self._requeued, add)
+            self.client.requeue(fp, inherited[1], data).addCallback(self._requeued, add)
         else:
             self._add(*add)
         return True
@@ -92,7 +93,7 @@ class Intake:
             self._add(*add)
 
     def _add(self, entry: Entry, force: bool, lastmod: str | None) -> None:
-        self.write("add", [entry], force).addCallback(self._added, entry, force, lastmod)
+        self.client.add([entry], force).addCallback(self._added, entry, force, lastmod)
 
     def _added(self, added: list[bool], entry: Entry, force: bool, lastmod: str | None) -> None:
         if added[0]:
@@ -113,14 +114,14 @@ class Intake:
 
         def read(scheduled: tuple[float, float] | None) -> None:
             if scheduled and RevisitPolicy.due_by_lastmod(scheduled[1], lastmod_time(lastmod)):
-                self.write("hasten_revisit", fp, host, time.time()).addCallback(made_due)
+                self.client.hasten_revisit(fp, host, time.time()).addCallback(made_due)
 
         def made_due(done: bool) -> None:
             if done:
                 self.stats.inc_value("revisit/lastmod")
                 self.hastened()
 
-        self.write("revisit_at", fp, host).addCallback(read)
+        self.client.revisit_at(fp, host).addCallback(read)
 
     def warn_once(self, key: str, message: str, *args: Any) -> None:
         """One WARNING per kind, not one per URL."""

@@ -23,9 +23,10 @@ from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
 from crawler import defaults
 from crawler.frontier.api import Claim
-from crawler.frontier.redis import RedisFrontier, default_worker_id
-from crawler.frontier.shard_steps import BufferedShard, ShardPauses
-from crawler.frontier.sharded import ShardedRedisFrontier
+from crawler.frontier.backends.redis.errors import raises_unavailable
+from crawler.frontier.backends.redis.shard_steps import BufferedShard, ShardPauses
+from crawler.frontier.backends.redis.sharded import ShardedRedisFrontier
+from crawler.frontier.backends.redis.single import RedisFrontier, default_worker_id
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ def shard_tags(crawl_id: str, shards: int) -> list[str]:
     return tags
 
 
+@raises_unavailable
 class ClusterFrontier(ShardedRedisFrontier):
     """A crawl's frontier over one Redis Cluster client: hosts go to shards as in
     ``ShardedRedisFrontier`` (consistent hashing), each shard a hash tag.
@@ -70,7 +72,7 @@ class ClusterFrontier(ShardedRedisFrontier):
         options.setdefault("worker_id", default_worker_id())
         options["expected_urls"] = max(1, int(options.get("expected_urls", 10_000_000)) // shards)
         self._pauses = ShardPauses(self._describe_shard)
-        super().__init__([BufferedShard(RedisFrontier(client, tag, **options), index, self._pauses)
+        super().__init__([BufferedShard(client, tag, index, self._pauses, **options)
                           for index, tag in enumerate(shard_tags(crawl_id, shards))])
         self._pool = ThreadPoolExecutor(max_workers=min(8, shards), thread_name_prefix="cluster-claim")
         self._count_turn = 0

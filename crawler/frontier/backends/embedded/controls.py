@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import logging
 
-from crawler.frontier.embedded_hosts import Group, Host
-from crawler.frontier.embedded_store import DONE, QUEUED, signed
+from crawler.frontier.backends.embedded.hosts import Group, Host
+from crawler.frontier.backends.embedded.store import DONE, QUEUED, signed
 from crawler.frontier.policy import RetryPolicy, allowed_after_leave
 
 logger = logging.getLogger(__name__)

@@ -8,16 +8,18 @@ import hashlib
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from redis import Redis, RedisCluster, RedisError
+from redis import RedisError
 
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
+from crawler.frontier.backends.redis.errors import raises_unavailable
+from crawler.frontier.backends.redis.single import RedisFrontier
 from crawler.frontier.policy import RetryPolicy, plan_claims
-from crawler.frontier.redis import RedisFrontier, default_worker_id
 
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741 - an item of a batch
 
 
+@raises_unavailable
 class ShardedRedisFrontier:
     """One crawl's frontier split over several Redis servers by consistent hashing of
     the host: a host's queues, politeness state, leases and its URLs' seen entries all
@@ -34,6 +36,7 @@ class ShardedRedisFrontier:
     """
 
     VNODES = 64  # points per server on the ring: an even spread of hosts
+    shared = True
 
     def __init__(self, shards: list[RedisFrontier]) -> None:
         if not shards:
@@ -326,16 +329,3 @@ class ShardedRedisFrontier:
 
     def describe(self) -> str:
         return f"Redis, {len(self.shards)} shards, keys {self.shards[0].prefix}*"
-
-
-def open_redis_frontier(clients: list[Redis] | list[RedisCluster], crawl_id: str, shards: int | None = None,
-                        **options: object) -> RedisFrontier | ShardedRedisFrontier:
-    """The frontier on ``clients``: one Redis, or several shards (every worker must list
-    the same ones in the same order; see :func:`crawler.frontier.connection.redis_clients`),
-    or a Redis Cluster client split over ``shards`` hash tags (None: the crawl's own)."""
-    options.setdefault("worker_id", default_worker_id())  # one id on every shard
-    if isinstance(clients[0], RedisCluster):
-        from crawler.frontier.cluster import ClusterFrontier, shard_count  # it builds on this module
-        return ClusterFrontier(clients[0], crawl_id, shard_count(clients[0], crawl_id, shards), **options)
-    shards = [RedisFrontier(client, crawl_id, **options) for client in clients]
-    return shards[0] if len(shards) == 1 else ShardedRedisFrontier(shards)

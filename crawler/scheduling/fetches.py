@@ -11,8 +11,8 @@ from scrapy import signals
 from scrapy.utils.asyncio import call_later
 
 from crawler.frontier.api import Fetch
-from crawler.frontier.codec import LEASE_META
 from crawler.frontier.policy import parse_retry_after
+from crawler.scheduling.codec import LEASE_META
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -10,18 +10,18 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
 
-from crawler.frontier.codec import ATTEMPTS_META, mark_failed, request_to_json, requeue
 from crawler.frontier.policy import RetryPolicy, is_exhausted, is_permanent, is_unreachable
+from crawler.scheduling.codec import ATTEMPTS_META, mark_failed, request_to_json, requeue
 from crawler.store.space import StoreFull
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.http import Response
     from scrapy.statscollectors import StatsCollector
-    from twisted.internet.defer import Deferred
 
     from crawler.frontier.api import Fetch
-    from crawler.frontier.fetches import FetchReports
+    from crawler.scheduling.client import FrontierClient
+    from crawler.scheduling.fetches import FetchReports
 
 logger = logging.getLogger(__name__)
 
@@ -43,13 +43,13 @@ class FailureChain:
     whole, its run of unanswered fetches counted by the frontier for every worker alike, and
     its hold written with the report of the fetch that failed (``fetches`` keeps that report
     back until then; ``report`` sends it), so no other fetch of the host slips in before.
-    Steps go through ``write`` (the scheduler's outbox); ``wake`` asks the engine for
+    Steps go through ``client`` (the scheduler's); ``wake`` asks the engine for
     requests; ``is_open`` is False once the scheduler closed."""
 
-    def __init__(self, write: Callable[..., Deferred], stats: StatsCollector, retry: RetryPolicy,
+    def __init__(self, client: FrontierClient, stats: StatsCollector, retry: RetryPolicy,
                  wake: Callable[[], None], crawl_id: str, is_open: Callable[[], bool],
                  fetches: FetchReports, report: Callable[[list[Fetch]], object]) -> None:
-        self.write = write
+        self.client = client
         self.stats = stats
         self.retry = retry
         self.wake = wake
@@ -70,7 +70,7 @@ class FailureChain:
         failure = _Failure(request.url, fp, token, data, reason, attempts, time.time(),
                            urlparse_cached(request).hostname or "")
         if is_unreachable(reason) and not is_permanent(reason):
-            self.write("unanswered", failure.host).addCallback(self.decide, failure)
+            self.client.unanswered(failure.host).addCallback(self.decide, failure)
         else:
             self.decide(0, failure)
 
@@ -90,14 +90,14 @@ class FailureChain:
             fetch.hold_until = now + delay if unanswered and delay is not None else 0.0
             self.report([fetch])
         elif unanswered and delay is not None:  # its fetch reported already
-            self.write("defer", host, now + delay)
+            self.client.defer(host, now + delay)
         if delay is None:
-            self.write("dead_letter", fp, token, data, reason, now)
+            self.client.dead_letter(fp, token, data, reason, now)
             self.stats.inc_value("frontier/dead_letters")
             logger.warning("Giving up %s after %d attempts (%s): a dead letter (scrapy deadletters %s)",
                            url, attempts, reason, self.crawl_id)
             return
-        self.write("retry_later", fp, token, data, now + delay)
+        self.client.retry_later(fp, token, data, now + delay)
         call_later(delay, self.promote_due_retries)
         self.stats.inc_value("frontier/retries")
         logger.info("%s failed (%s, attempt %d): tried again in %.0f s", url, reason, attempts, delay)
@@ -112,7 +112,7 @@ class FailureChain:
                 logger.warning("Host %s given up after its last try (%s): its %d URLs queued or waiting "
                                "for a retry are dead letters too", host, reason, dead)
 
-        self.write("dead_letter_host", host, reason, now).addCallback(given_up)
+        self.client.dead_letter_host(host, reason, now).addCallback(given_up)
 
     def hold(self, host: str, reason: str, unanswered: int, now: float) -> float | None:
         """How long to hold a host whose last ``unanswered`` fetches got no answer, until its
@@ -122,7 +122,7 @@ class FailureChain:
             return None  # given up until it answers: its later failures are dead letters at once
         self.stats.inc_value("frontier/hosts_held")
         if hold >= 60:
-            self.write("host_queued", host).addCallback(
+            self.client.host_queued(host).addCallback(
                 lambda waiting: logger.warning(
                     "Host %s did not answer (%s): held %.0f s, %d more URLs wait; next try at %s", host,
                     reason, hold, waiting, time.strftime("%H:%M:%S", time.localtime(now + hold))))
@@ -153,5 +153,5 @@ class FailureChain:
     def promote_due_retries(self) -> None:
         """A retry of ours falls due now (housekeeping promotes the others' too)."""
         if self.is_open():
-            self.write("due_retries", time.time()).addCallback(
+            self.client.due_retries(time.time()).addCallback(
                 lambda due: due and self.wake())

@@ -1,14 +1,16 @@
-"""The Redis frontier's Lua scripts (``crawler/frontier/lua/``), each with the shared
+"""The Redis frontier's Lua scripts (``lua/`` beside this module), each with the shared
 ``common.lua`` in front, as ``RedisFrontier`` registers them."""
 
 from __future__ import annotations
 
 from importlib import resources
 
+PACKAGE = "crawler.frontier.backends.redis"
+
 
 def lua(name: str) -> str:
-    """The text of a script in ``crawler/frontier/lua/``, installed with the package."""
-    return resources.files("crawler.frontier").joinpath("lua", name).read_text(encoding="utf-8")
+    """The text of a script in ``lua/``, installed with the package."""
+    return resources.files(PACKAGE).joinpath("lua", name).read_text(encoding="utf-8")
 
 
 def script(name: str) -> str:

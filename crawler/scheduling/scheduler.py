@@ -15,37 +15,35 @@ from twisted.python.failure import Failure
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.frontier.api import Fetch, Frontier, Revisit, fetch_seconds_counts
-from crawler.frontier.codec import (
+from crawler.context.crawl_id import crawl_id_of
+from crawler.frontier.api import Fetch, Frontier, Revisit, SharedFrontier, fetch_seconds_counts
+from crawler.frontier.policy import PriorityLevels, RetryPolicy, beat_interval
+from crawler.items import Page
+from crawler.scheduling.codec import (
     LEASE_META,
     request_from_json,
     request_to_json,
     revisit_request,
 )
-from crawler.frontier.crawl_id import crawl_id_of
-from crawler.frontier.embedded import EmbeddedFrontier
-from crawler.frontier.engine import EngineAdapter
-from crawler.frontier.factory import open_frontier
-from crawler.frontier.failures import FailureChain
-from crawler.frontier.fetches import FetchReports
-from crawler.frontier.host_news import HostNews
-from crawler.frontier.hostkeys import PolitenessKeys
-from crawler.frontier.intake import Intake
-from crawler.frontier.leases import LeaseBook
-from crawler.frontier.link import FrontierLink
-from crawler.frontier.policy import PriorityLevels, RetryPolicy
-from crawler.frontier.store_room import StoreRoom
-from crawler.frontier.timers import EarliestCall
-from crawler.frontier.upkeep import (
+from crawler.scheduling.engine import EngineAdapter
+from crawler.scheduling.factory import open_frontier
+from crawler.scheduling.failures import FailureChain
+from crawler.scheduling.fetches import FetchReports
+from crawler.scheduling.host_news import HostNews
+from crawler.scheduling.hostkeys import PolitenessKeys
+from crawler.scheduling.intake import Intake
+from crawler.scheduling.leases import LeaseBook
+from crawler.scheduling.link import FrontierLink
+from crawler.scheduling.store_room import StoreRoom
+from crawler.scheduling.timers import EarliestCall
+from crawler.scheduling.upkeep import (
     Opening,
     Upkeep,
-    beat_interval,
     forget_if_finished,
     promote_revisits,
     take_new_hosts,
     upkeep,
 )
-from crawler.items import Page
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -119,15 +117,15 @@ class FrontierScheduler(BaseScheduler):
         self.link.counts_read = self._counts_read
         self.leases = LeaseBook()
         self.in_memory: deque[Request] = deque()  # requests the frontier cannot store (Intake)
-        self.intake = Intake(crawler.request_fingerprinter, levels, crawler.stats, self._write, lambda:
+        client = self.link.client
+        self.intake = Intake(crawler.request_fingerprinter, levels, crawler.stats, client, lambda:
                              self.revisit_timer.in_seconds(0), self._key_new_hosts, self.in_memory.append)
         self.fetches = FetchReports(self._fetches_ended)
         self.fetches.connect(crawler.signals)
-        self.failures = FailureChain(self._write, crawler.stats, self.retry, lambda: self.waker.in_seconds(0),
+        self.failures = FailureChain(client, crawler.stats, self.retry, lambda: self.waker.in_seconds(0),
                                      crawl_id, lambda: not self._closed, self.fetches, self._fetches_ended)
-        self.keys = PolitenessKeys(lambda name, key: self._write("set_politeness_key", name, key),
-                                   lambda: self.waker.in_seconds(0))
-        self.host_news = HostNews(self._write, frontier.policy)  # kept: signals hold weak references
+        self.keys = PolitenessKeys(client, lambda: self.waker.in_seconds(0))
+        self.host_news = HostNews(client, frontier.policy)  # kept: signals hold weak references
         self.host_news.connect(crawler.signals)
         self.store_room = StoreRoom(crawler.signals, lambda: self.waker.in_seconds(0))
         for handler, signal in (
@@ -210,7 +208,7 @@ class FrontierScheduler(BaseScheduler):
             await self._housekeeping()
             # The leases still held go back now, for the workers that go on (holds kept).
             await self.link.run(self.frontier.leave, time.time(), self.retry)
-            if not self.persist and not isinstance(self.frontier, EmbeddedFrontier):
+            if not self.persist and isinstance(self.frontier, SharedFrontier):
                 await self.link.run(forget_if_finished, self.frontier, self.crawl_id)
         else:
             logger.error("%d frontier steps could not reach Redis; their URLs will be fetched "
@@ -220,9 +218,6 @@ class FrontierScheduler(BaseScheduler):
         self.link.calls.stop()
 
     # ---------------------------------------------------------------- housekeeping
-
-    def _write(self, name: str, *args: Any) -> defer.Deferred:
-        return self.link.write(name, *args)
 
     def _commit(self) -> None:
         self._ack_finished()
@@ -320,7 +315,7 @@ class FrontierScheduler(BaseScheduler):
         for request, fp, token, reason in finished.failed:
             self.failures.failed(request, fp, token, reason, self.spider)
         for request, fp, token in finished.requeued:  # not a failure: its attempts not spent
-            self._write("requeue", fp, token, request_to_json(request, self.spider)[0])
+            self.link.client.requeue(fp, token, request_to_json(request, self.spider)[0])
         if finished.kept:
             self.crawler.stats.inc_value("frontier/kept_leases", finished.kept)
         self._done(finished.done)
@@ -341,9 +336,9 @@ class FrontierScheduler(BaseScheduler):
             data, _ = request_to_json(revisit_request(request, state, conditional), self.spider)
             revisits.append(Revisit(fp, token, data, state["next_visit"], state["fetched_at"]))
         if acks:
-            self._write("ack_many", acks)
+            self.link.client.ack_many(acks)
         if revisits:
-            self._write("revisit_many", revisits)
+            self.link.client.revisit_many(revisits)
             self.revisit_timer.at(min(r.due for r in revisits))
 
     def _promote_due_revisits(self) -> None:
@@ -375,7 +370,7 @@ class FrontierScheduler(BaseScheduler):
             self.leases.page_judged(tuple(lease), page.revisit_state)
         if page.stored is None:
             return  # no store, or it failed there
-        self._write("count", "stored")
+        self.link.client.count("stored")
         if page.awaiting_store:
             self.leases.page_stored(request, page.awaiting_store)
 
@@ -385,9 +380,9 @@ class FrontierScheduler(BaseScheduler):
 
     def _fetches_ended(self, ended: list[Fetch]) -> None:
         """Each ended fetch sets its host's next allowed time; its time goes in the histogram."""
-        self._write("fetched_many", ended)
+        self.link.client.fetched_many(ended)
         for key, n in fetch_seconds_counts(ended).items():
-            self._write("count", key, n)
+            self.link.client.count(key, n)
 
     def _key_new_hosts(self) -> None:
         """With ``POLITENESS_PER_IP``, resolve each new host; it is held until then."""

@@ -7,21 +7,11 @@ import logging
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from redis import RedisError
-
-from crawler.frontier.api import Claim, Frontier
-from crawler.frontier.crawl_id import fresh_crawl_command
-from crawler.frontier.embedded import EmbeddedFrontier
+from crawler.context.crawl_id import fresh_crawl_command
+from crawler.frontier.api import Claim, Frontier, FrontierUnavailable, SharedFrontier
 
 logger = logging.getLogger(__name__)
-
-
-def beat_interval(worker_timeout: float) -> float:
-    """Seconds between a worker's heartbeats: at least three per ``FRONTIER_WORKER_TIMEOUT``,
-    at most 5."""
-    return min(5.0, worker_timeout / 3)
 
 
 @dataclass
@@ -47,8 +37,8 @@ class Opening:
     pending: bool
     counts: Counts
     next_revisit: float | None
-    description: str
-    state_dir: Path | None  # the embedded backend's; None: the state is in Redis
+    description: str  # where the state is
+    shared: bool  # in Redis (``Frontier.shared``), else in the directory ``description`` names
 
     @classmethod
     def read(cls, frontier: Frontier, now: float) -> Opening:
@@ -58,13 +48,13 @@ class Opening:
         counts = Counts.read(frontier)
         return cls(promoted, frontier.done_count(), frontier.has_pending(), counts,
                    frontier.next_revisit() if counts.revisits else None, frontier.describe(),
-                   frontier.db_path.parent if isinstance(frontier, EmbeddedFrontier) else None)
+                   frontier.shared)
 
     def say_finished(self, crawl_id: str) -> None:
         """A WARNING: this crawl is finished, what a rerun revisits, and how to crawl afresh."""
         fresh = fresh_crawl_command(sys.argv, crawl_id, time.strftime("%Y%m%d-%H%M%S"))
-        if self.state_dir is not None:
-            how = f"delete {self.state_dir} and run the same command again, or run:\n  {fresh}"
+        if not self.shared:
+            how = f"delete {self.description} and run the same command again, or run:\n  {fresh}"
         else:
             how = (f"run `scrapy forget {crawl_id} -s REDIS_URL=...` and the same command again, "
                    f"or run:\n  {fresh}")
@@ -120,14 +110,14 @@ def claim_due(frontier: Frontier, limit: int) -> tuple[list[Claim], float | None
     return frontier.claim_many(time.time(), limit)
 
 
-def forget_if_finished(frontier: Frontier, crawl_id: str) -> None:
+def forget_if_finished(frontier: SharedFrontier, crawl_id: str) -> None:
     """In the I/O thread, ``SCHEDULER_PERSIST = False``: a finished crawl's keys go with
     its last worker."""
     try:
         if not frontier.has_pending():
             logger.info("Crawl %s finished: %d keys deleted (SCHEDULER_PERSIST = False)",
                         crawl_id, frontier.forget())
-    except RedisError as error:
+    except FrontierUnavailable as error:
         logger.warning("Could not delete the finished crawl's keys: %s", error)
 
 

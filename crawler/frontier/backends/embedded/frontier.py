@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 from crawler.frontier.api import Claim, Entry, Fetch
-from crawler.frontier.embedded_controls import HostControls
-from crawler.frontier.embedded_hosts import Group, Host, Lease, ReadyHosts
-from crawler.frontier.embedded_parked import ParkedUrls
-from crawler.frontier.embedded_reporting import EmbeddedReporting
-from crawler.frontier.embedded_store import DONE, LEASED, QUEUED, REVISIT, SCHEMA, signed
+from crawler.frontier.backends.embedded.controls import HostControls
+from crawler.frontier.backends.embedded.hosts import Group, Host, Lease, ReadyHosts
+from crawler.frontier.backends.embedded.parked import ParkedUrls
+from crawler.frontier.backends.embedded.reporting import EmbeddedReporting
+from crawler.frontier.backends.embedded.store import DONE, LEASED, QUEUED, REVISIT, SCHEMA, signed
 from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
 
 logger = logging.getLogger(__name__)
@@ -42,6 +42,8 @@ class EmbeddedFrontier(HostControls, ParkedUrls, EmbeddedReporting):
     its key (per-IP politeness: the caller resolves it first); ``new_hosts`` lists
     the hosts that need one.
     """
+
+    shared = False
 
     def __init__(
         self,

@@ -8,14 +8,14 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from redis import RedisError
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from crawler.frontier.api import Claim, Frontier
-from crawler.frontier.calls import calls_for
-from crawler.frontier.outbox import Outbox
-from crawler.frontier.upkeep import Counts, PendingCounts, claim_due
+from crawler.frontier.api import Claim, Frontier, FrontierUnavailable
+from crawler.scheduling.calls import calls_for
+from crawler.scheduling.client import FrontierClient
+from crawler.scheduling.outbox import Outbox
+from crawler.scheduling.upkeep import Counts, PendingCounts, claim_due
 
 logger = logging.getLogger(__name__)
 
@@ -24,8 +24,9 @@ class FrontierLink:
     """Calls ``frontier`` through ``calls_for(frontier)`` (an I/O thread for Redis), so that a
     stalled Redis stalls no download. Scrapy asks for requests synchronously: they come from
     ``claimed``, a buffer refilled in the background (``claim``), and ``wake_engine`` is
-    called when claims come in. Writes go through the ``outbox``; a call waiting longer than
-    ``stall_seconds`` is an outage (``watch``); ``wake_in`` hears when to try again."""
+    called when claims come in. Writes go through ``client``, each a step of the ``outbox``;
+    a call waiting longer than ``stall_seconds`` is an outage (``watch``); ``wake_in`` hears
+    when to try again."""
 
     def __init__(self, frontier: Frontier, inc_stat: Callable[[str], None], wake_engine: Callable[[], None],
                  wake_in: Callable[[float], None], stall_seconds: float, calls: Any = None) -> None:
@@ -33,6 +34,7 @@ class FrontierLink:
         self.calls = calls or calls_for(frontier)
         # Drained: a "pending?" answered None while steps waited can be answered now.
         self.outbox = Outbox(self.calls, inc_stat, wake_in, drained=lambda: self.counts_read())
+        self.client = FrontierClient(self.outbox)  # the frontier's changing calls, typed
         self.pending = PendingCounts()
         self.wake_engine = wake_engine
         self.wake_in = wake_in
@@ -44,10 +46,6 @@ class FrontierLink:
         # Hears each fresh read of the counts, and each time the outbox is drained.
         self.counts_read: Callable[[], None] = lambda: None
 
-    def write(self, name: str, *args: Any) -> defer.Deferred:
-        """A frontier step, through the outbox: sent in order, off the reactor (it waits
-        there while Redis is down); the Deferred fires with its result."""
-        return self.outbox.write(name, *args)
 
     def run(self, fn: Callable[..., Any], *args: Any) -> defer.Deferred:
         """``fn(*args)`` off the reactor (a read, or upkeep that need not be replayed)."""
@@ -55,7 +53,7 @@ class FrontierLink:
 
     def failed(self, failure: Failure) -> None:
         """A call off the reactor failed: Redis is down (the outbox backs off), or a bug."""
-        if failure.check(RedisError):
+        if failure.check(FrontierUnavailable):
             self.outbox.outage(failure.value)
         else:
             logger.error("Frontier call failed", exc_info=(failure.type, failure.value, failure.tb))
@@ -86,7 +84,7 @@ class FrontierLink:
         claims, wait = result
         if self.closed:  # came back after close: to their queues
             for claim in claims:
-                self.write("requeue", claim.fp, claim.token, claim.request)
+                self.client.requeue(claim.fp, claim.token, claim.request)
             return
         self.claimed.extend(claims)
         if claims or self.outbox.written != self._claim_after:
@@ -105,7 +103,7 @@ class FrontierLink:
             await self._claiming
         while self.claimed:
             claim = self.claimed.popleft()
-            self.write("requeue", claim.fp, claim.token, claim.request)
+            self.client.requeue(claim.fp, claim.token, claim.request)
 
     # ---------------------------------------------------------------- counts
 

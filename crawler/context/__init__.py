@@ -1,0 +1,1 @@
+"""What one crawl is, for every component: its id, its Redis clients from the settings."""

@@ -1,0 +1,1 @@
+"""Freshness: when to fetch a page again, from how often it has changed."""

@@ -1,0 +1,1 @@
+"""Frontier backends: each keeps the state of the contract in ``crawler.frontier.api``."""

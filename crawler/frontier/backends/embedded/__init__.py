@@ -1,0 +1,1 @@
+"""The embedded frontier: SQLite on local disk, for one process."""

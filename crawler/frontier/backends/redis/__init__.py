@@ -1,0 +1,1 @@
+"""The shared frontier in Redis: one server, several shards, or a Redis Cluster."""
