@@ -45,7 +45,10 @@ setup(
         "py3langid>=0.3,<0.5",
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "ruff>=0.6", "moto[server]>=5,<6",
+        "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "ruff>=0.6",
+                 # .ci/run checks the types (pyproject.toml); redis-py ships its own, and
+                 # mypy-zope reads Twisted's zope interfaces as Twisted's own checks do.
+                 "mypy>=1.11", "mypy-zope>=1.0.17", "moto[server]>=5,<6",
                  "scrapyd>=1.6,<1.7", "scrapyd-client>=2.0.3,<2.1",
                  # test_simhash checks our fingerprints against the simhash package's.
                  "simhash>=2.1.2,<3",

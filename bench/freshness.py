@@ -1,4 +1,4 @@
-"""Freshness of revisit policies on a simulated web under one fetch budget (issue 13, Measure).
+"""Freshness of revisit policies on a simulated web under one fetch budget.
 
 Run from the repo root: ``python bench/freshness.py`` (10,000 pages, 60 days, ~12 s;
 ``--quick`` for 3,000 pages in ~4 s). No network: a simulated clock, seeded.
@@ -21,7 +21,7 @@ number passed as the hash, judged by the policy's own ``outcome()``).
 
 **The policies.** *fixed*: every page at one interval (a round robin). *plain*:
 ``RevisitPolicy.visit`` with weight 1, no stretch and halve/double at every visit
-(seed 000's rule alone). *ours*: ``RevisitPolicy.visit`` as the crawler runs it, with
+(the halve/double rule alone). *ours*: ``RevisitPolicy.visit`` as the crawler runs it, with
 ``importance(depth)``, the ``HotShare`` stretch (cap ``--hot-share``, default
 ``REVISIT_HOT_SHARE``) and, after ``--evidence`` gaps, the gap chosen from the page's
 evidence at ``--waste-cost`` (defaults ``REVISIT_EVIDENCE``, ``REVISIT_WASTE_COST``).

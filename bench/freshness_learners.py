@@ -1,5 +1,5 @@
 """How fresh other ways of learning a page's change rate keep the web at half the fixed
-interval's waste (issue 13): whether the waste target is within reach of any of them.
+interval's waste: whether the waste target is within reach of any of them.
 
 Run from the repo root: ``python bench/freshness_learners.py`` (3,000 pages, 60 days,
 ~2.5 min on 2 cores). The web, budget, clock and calibration are bench/freshness.py's, with

@@ -54,8 +54,8 @@ from crawler import defaults
 from crawler.frontier.policy import PolitenessPolicy
 from crawler.plan.sizing import Target, plan
 
-# Seed 004: 10 billion pages in 5 days (`scrapy plan --pages 1e10 --change 100%:5`: 23,148 pages/s).
-SEED_004 = Target(pages=10e9, classes=((1.0, 5.0),))
+# The scale target: 10 billion pages in 5 days (`scrapy plan --pages 1e10 --change 100%:5`: 23,148 pages/s).
+TARGET = Target(pages=10e9, classes=((1.0, 5.0),))
 
 
 # The validation crawl: hosts, smallest and largest host, answer seconds, gap seconds, slots a worker.
@@ -100,7 +100,7 @@ def grid_centre(args: argparse.Namespace, costs: ShardCosts, page_rate: float) -
     per_page = steps + done + costs.content
     queued = 1 + busy / (2 * (1 - busy))
     thread = 1 / page_rate + (1 + sim.CONTENT_ROUNDS) * args.rtt + (done + costs.content) * queued
-    workers = plan(Target(pages=SEED_004.pages, classes=SEED_004.classes, worker_rate=1 / thread)).workers
+    workers = plan(Target(pages=TARGET.pages, classes=TARGET.classes, worker_rate=1 / thread)).workers
     return math.ceil(args.target * per_page / busy), workers or 1
 
 
@@ -128,7 +128,7 @@ def options() -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add = parser.add_argument
     add("--quick", action="store_true", help="fewer, shorter simulations (under 2 minutes)")
-    add("--target", type=float, default=23_000, help="fetches/s to reach (seed 004: 23,000)")
+    add("--target", type=float, default=23_000, help="fetches/s to reach (1e10 pages in 5 days: 23,000)")
     add("--pairs", type=int, help="claim+ack pairs measured (default 4,000; quick 2,000)")
     add("--links", type=int, help="link checks measured (default 40,000; quick 20,000)")
     add("--batch", type=int, default=32, help="claims a step in the batched measurement")
@@ -236,16 +236,16 @@ def report_grid(args: argparse.Namespace, web: Web, costs: ShardCosts,
 def report_plan(args: argparse.Namespace, n: int, m: int, rates: measure.ShardRates,
                 costs: ShardCosts) -> None:
     seen_bytes_per_url = rates.seen_bytes_per_url
-    sized = plan(Target(pages=SEED_004.pages, classes=SEED_004.classes, workers=m, dns_ttl=args.dns_ttl))
+    sized = plan(Target(pages=TARGET.pages, classes=TARGET.classes, workers=m, dns_ttl=args.dns_ttl))
     stored = args.target * args.stored_kb * 1e3
     files = stored / defaults.STORE_ROLL_BYTES  # WARC files rolled at STORE_ROLL_BYTES
     parts = stored / (16 * 2**20)  # multipart uploads in 16 MiB parts (crawler/store/s3.py)
     print(f"\n## 5. Plan figures for {n} shards x {m} workers\n")
-    print(f"- seen set of {SEED_004.urls:,.0f} URLs (`scrapy plan --pages 1e10 --change 100%:5`): exact at "
-          f"{seen_bytes_per_url:.1f} B/URL (part 1): {SEED_004.urls * seen_bytes_per_url / n / 1e9:.2f} GB a "
-          f"shard; Bloom at {SEED_004.false_positive_rate:.0%}: {sized.seen_bloom / n / 1e9:.2f} GB a shard")
+    print(f"- seen set of {TARGET.urls:,.0f} URLs (`scrapy plan --pages 1e10 --change 100%:5`): exact at "
+          f"{seen_bytes_per_url:.1f} B/URL (part 1): {TARGET.urls * seen_bytes_per_url / n / 1e9:.2f} GB a "
+          f"shard; Bloom at {TARGET.false_positive_rate:.0%}: {sized.seen_bloom / n / 1e9:.2f} GB a shard")
     print(f"- bandwidth: {sized.bandwidth * 8 / 1e9:.1f} Gbit/s in all, "
-          f"{sized.bandwidth * 8 / 1e6 / m:.0f} Mbit/s a worker ({SEED_004.page_bytes / 1e3:.0f} KB pages)")
+          f"{sized.bandwidth * 8 / 1e6 / m:.0f} Mbit/s a worker ({TARGET.page_bytes / 1e3:.0f} KB pages)")
     print(f"- S3: {args.stored_kb:g} KB stored a page: {stored / 1e6:,.0f} MB/s, {files:.1f} WARC files/s "
           f"of {defaults.STORE_ROLL_BYTES / 2**20:.0f} MiB, about {parts + 2 * files:.0f} PUT requests/s "
           "(parts + create + complete), and as many metadata files")

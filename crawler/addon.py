@@ -211,10 +211,10 @@ class PoliteCrawler:
     def _take_over_download_delay(settings: BaseSettings) -> None:
         """A project's ``DOWNLOAD_DELAY`` (Scrapy's template sets 1) becomes the frontier's
         minimum gap: Scrapy's slot delay on top would block other hosts' requests."""
-        delay, priority = settings.getfloat("DOWNLOAD_DELAY"), settings.getpriority("DOWNLOAD_DELAY")
+        delay, priority = settings.getfloat("DOWNLOAD_DELAY"), _priority(settings, "DOWNLOAD_DELAY")
         if not delay or priority <= SETTINGS_PRIORITIES["addon"]:
             return
-        if settings.getpriority("POLITENESS_MIN_DELAY") <= SETTINGS_PRIORITIES["addon"]:
+        if _priority(settings, "POLITENESS_MIN_DELAY") <= SETTINGS_PRIORITIES["addon"]:
             settings.set("POLITENESS_MIN_DELAY", delay, priority=priority)
         settings.set("DOWNLOAD_DELAY", 0, priority=priority)
         logger.info("PoliteCrawler: DOWNLOAD_DELAY = %s is kept by the frontier as the minimum gap "
@@ -237,6 +237,12 @@ class PoliteCrawler:
         if current_path in REPLACED_SCHEDULERS:
             logger.info("PoliteCrawler replaces SCHEDULER %s with its polite frontier "
                         "(REDIS_URL and SCHEDULER_* settings keep their meaning)", current_path)
-            settings.set("SCHEDULER", scheduler, priority=settings.getpriority("SCHEDULER"))
+            settings.set("SCHEDULER", scheduler, priority=_priority(settings, "SCHEDULER"))
         else:
             settings.set("SCHEDULER", scheduler, priority="addon")
+
+
+def _priority(settings: BaseSettings, name: str) -> int:
+    """The priority a setting's value was set with; Scrapy's lowest ("default") for one not set."""
+    priority = settings.getpriority(name)
+    return SETTINGS_PRIORITIES["default"] if priority is None else priority

@@ -47,7 +47,7 @@ DNS_TIMEOUT = 10.0
 # Refuse connections to loopback, private, link-local, metadata... addresses (the seeds' hosts excepted).
 NETWORK_GUARD = True
 # Networks (CIDR) and host names the guard allows besides the seeds' hosts.
-NETWORK_ALLOW = []
+NETWORK_ALLOW: list[str] = []
 # A DNS answer is kept for its TTL, but at least this long (seconds)...
 DNS_MIN_TTL = 60.0
 # ...and at most this long.
@@ -55,7 +55,7 @@ DNS_MAX_TTL = 3600.0
 # A failed lookup (NXDOMAIN, no address, timeout) is kept this long before it is asked again.
 DNS_NEGATIVE_TTL = 60.0
 # Nameservers to ask ("ip" or "ip:port"), e.g. a local caching resolver; empty: the system's.
-DNS_NAMESERVERS = []
+DNS_NAMESERVERS: list[str] = []
 
 # --- URL policy ----------------------------------------------------------------
 # Query parameter names dropped by normalisation (full match, any case).
@@ -97,9 +97,9 @@ SIMHASH_MAX_DISTANCE = 3
 # Texts shorter than this many words are compared exactly only.
 SIMHASH_MIN_WORDS = 20
 
-# --- Freshness (seed 000): revisit intervals, seconds -----------------------------
-# A page is first revisited after this long; halved when it changed, doubled when not
-# (seed 000)...
+# --- Freshness: revisit intervals, seconds ---------------------------------------
+# A page is first revisited after this long; halved when it changed, doubled when not,
+# so that each page's interval follows how often it changes...
 REVISIT_INTERVAL = 7 * 86400.0
 # ...but never sooner than this...
 REVISIT_MIN_INTERVAL = 86400.0
@@ -259,7 +259,7 @@ SERVE_SCRAPYD_URL = ""
 # The scrapyd project the crawler is deployed as (scrapyd-deploy's, scrapy.cfg's [deploy] project).
 SERVE_SCRAPYD_PROJECT = "crawler"
 # Host names (besides the bind address and localhost) a request's Host and Origin may name the service by.
-SERVE_ALLOWED_HOSTS = []
+SERVE_ALLOWED_HOSTS: list[str] = []
 # Crawls running at once (0: the machine's cores, at least 2); the rest wait, state "queued".
 SERVE_MAX_CRAWLS = 0
 # Crawls that may wait; past that POST /crawls is refused with 429.

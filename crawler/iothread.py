@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from redis import RedisError
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import defer, threads
+from twisted.internet.interfaces import IReactorFromThreads
 from twisted.python.threadpool import ThreadPool
+
+T = TypeVar("T")
 
 
 class IoThread:
@@ -27,12 +30,12 @@ class IoThread:
         # Its thread would keep the process alive: ended at shutdown if not before.
         reactor.addSystemEventTrigger("during", "shutdown", self.stop)
 
-    def run(self, fn: Callable[..., Any], *args: Any) -> defer.Deferred:
+    def run(self, fn: Callable[..., T], *args: Any) -> defer.Deferred[T]:
         from twisted.internet import reactor
 
-        return threads.deferToThreadPool(reactor, self._pool, self._timed, fn, *args)
+        return threads.deferToThreadPool(IReactorFromThreads(reactor), self._pool, self._timed, fn, *args)
 
-    def _timed(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def _timed(self, fn: Callable[..., T], *args: Any) -> T:
         self._since = time.monotonic()
         try:
             return fn(*args)
@@ -64,10 +67,10 @@ class SparedCalls:
         self.io = IoThread(name)
         self.stall = stall
 
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
         return await maybe_deferred_to_future(self.start(fn, *args))
 
-    def start(self, fn: Callable[..., Any], *args: Any) -> defer.Deferred:
+    def start(self, fn: Callable[..., T], *args: Any) -> defer.Deferred[T]:
         """``call`` for a caller that does not wait: a Deferred of the result."""
         from twisted.internet import reactor
 

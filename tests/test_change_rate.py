@@ -71,7 +71,7 @@ def test_after_its_evidence_the_policy_takes_the_interval_from_the_chooser():
     policy = RevisitPolicy(7 * DAY, DAY, 30 * DAY, waste_cost=4.0, evidence=2)
     state = policy.visit(None, 0.0, 200, "v0", None, None)[1]
     result, state = policy.visit(state, 7 * DAY, 200, "v1", None, None)
-    assert (result, state.interval) == (CHANGED, 3.5 * DAY)  # one gap: halved, as seed 000
+    assert (result, state.interval) == (CHANGED, 3.5 * DAY)  # one gap: halved on a change
     assert (state.changes, state.changed_time, state.unchanged_time) == (1, 7 * DAY, 0.0)
     state = policy.visit(state, 10.5 * DAY, 304, None, None, None)[1]
     assert (state.changes, state.changed_time, state.unchanged_time) == (1, 7 * DAY, 3.5 * DAY)

@@ -1,4 +1,4 @@
-"""``scrapy plan``: seed 000's worked design, reproduced from its inputs."""
+"""``scrapy plan``: a worked sizing example (a billion pages kept fresh), reproduced from its inputs."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 
 from crawler.plan.sizing import Target, parse_classes, plan, report
 
-SEED_000 = Target()  # the defaults are seed 000's inputs
+BILLION_PAGES = Target()  # the defaults are the worked example's inputs
 
 
-def test_seed_000_figures_are_reproduced():
-    result = plan(SEED_000)
+def test_the_worked_example_figures_are_reproduced():
+    result = plan(BILLION_PAGES)
     assert round(result.fetches_per_day) == 162_857_143
     assert round(result.fetch_rate) == 1_885
     assert round(result.connections) == 942  # Little's law: 1,885 x 0.5 s
@@ -28,8 +28,8 @@ def test_seed_000_figures_are_reproduced():
 
 
 def test_mercator_rule_of_thumb_is_short_of_the_rate_x_gap_queues():
-    # Seed 000's trap: 3 queues per connection sustain 2,826 / 5 s = 565 pages/s, 30% of the target.
-    result = plan(SEED_000)
+    # The sizing trap: 3 queues per connection sustain 2,826 / 5 s = 565 pages/s, 30% of the target.
+    result = plan(BILLION_PAGES)
     assert round(3 * result.connections / result.gap) == 565
     assert round(3 * result.connections / result.gap / result.fetch_rate, 2) == 0.30
 
@@ -45,7 +45,7 @@ def test_workers_are_the_rate_over_a_measured_worker_rate():
 
 
 def test_dns_lookups_are_one_per_ttl_and_cycle_per_host_and_cache():
-    # seed 000: 1,885 pages/s, a host every 5.5 s (5 s gap + 0.5 s): 10,367 hosts in cycle
+    # 1,885 pages/s, a host every 5.5 s (5 s gap + 0.5 s): 10,367 hosts in cycle
     result = plan(Target(worker_rate=100))
     assert round(result.dns_shared, 1) == round(1_885.0 * 5.5 / (300 + 5.5), 1)  # one cache: ~34/s
     assert round(result.dns_per_worker) == round(1_885.0 * 5.5 * 19 / (300 + 19 * 5.5))  # 19 caches

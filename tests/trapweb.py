@@ -158,7 +158,8 @@ class TrapWeb(TestWeb):
 
 
 def trap_web() -> TrapWeb:
-    """The four trap hosts of issue 16."""
+    """Four trap hosts: session ids in every link, soft 404s, an endless calendar and a
+    path that repeats itself."""
     return TrapWeb([
         Site("sid.test", pages=11, fanout=3, nav_links=4),
         Site("soft.test", pages=10, fanout=3, broken_links=6),

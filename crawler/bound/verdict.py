@@ -1,4 +1,5 @@
-"""The bound verdict (seed 000's sizing trap made visible): pure code, no I/O.
+"""The bound verdict: what holds a crawl's rate down, so that a frontier with too few
+hosts due for its fetch slots (queues sized below rate x gap) shows as such. Pure code, no I/O.
 
 Over one interval: how busy the downloader's slots were, how late the reactor ran, how
 much CPU the process took, how the upload backlog moved, and how many hosts had URLs.

@@ -22,6 +22,7 @@ from crawler.spiders.web import WebSpider
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+    from scrapy.spiderloader import SpiderLoaderProtocol
 
 logger = logging.getLogger(__name__)
 NOTHING_FETCHED = ", nothing was fetched"
@@ -46,9 +47,11 @@ class Command(ScrapyCrawlCommand):
                 + "\n".join(lines))
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        settings, spidercls = self.settings, None
+        settings = self.settings
+        assert settings is not None  # Scrapy's cmdline sets them before run()
+        spidercls: type[scrapy.Spider] | None = None
         if len(args) == 1 and self.crawler_process is not None:
-            spidercls = self._spider_class(args[0])
+            spidercls = _spider_class(self.crawler_process.spider_loader, args[0])
             settings = settings.copy()
             spidercls.update_settings(settings)  # its custom_settings, as its crawl sees them
         check_command_settings(settings, NOTHING_FETCHED)
@@ -74,7 +77,8 @@ class Command(ScrapyCrawlCommand):
         super().run(args, opts)
 
     @staticmethod
-    def _refuse_a_crawl_in_use(spidercls: type, spargs: dict, settings: BaseSettings, job: bool) -> None:
+    def _refuse_a_crawl_in_use(spidercls: type[scrapy.Spider], spargs: dict, settings: BaseSettings,
+                               job: bool) -> None:
         """A usage error naming the crawl, the process that runs it and what to set, when
         its embedded state is held (the frontier would refuse it after the crawl started,
         as a traceback); under scrapyd also one ERROR line in the job's log."""
@@ -97,19 +101,19 @@ class Command(ScrapyCrawlCommand):
             logger.error(message)
         raise UsageError(message, print_help=False)
 
-    def _spider_class(self, name: str) -> type:
-        """The spider called ``name``, or a usage error saying which spiders there are and,
-        with none, how to find the ``web`` spider (Scrapy's loader raises a KeyError)."""
-        loader = self.crawler_process.spider_loader
-        try:
-            return loader.load(name)
-        except KeyError:
-            known = sorted(loader.list())
-            where = (f"the spiders here are {', '.join(known)}" if known else
-                     "no spider is known here: run scrapy from a directory with a scrapy.cfg whose "
-                     f"settings list {WebSpider.__module__.rpartition('.')[0]} in SPIDER_MODULES, "
-                     "or set SCRAPY_SETTINGS_MODULE=crawler.settings")
-            raise UsageError(f"no spider called {name!r}: {where}", print_help=False) from None
+
+def _spider_class(loader: SpiderLoaderProtocol, name: str) -> type[scrapy.Spider]:
+    """The spider called ``name``, or a usage error saying which spiders there are and,
+    with none, how to find the ``web`` spider (Scrapy's loader raises a KeyError)."""
+    try:
+        return loader.load(name)
+    except KeyError:
+        known = sorted(loader.list())
+        where = (f"the spiders here are {', '.join(known)}" if known else
+                 "no spider is known here: run scrapy from a directory with a scrapy.cfg whose "
+                 f"settings list {WebSpider.__module__.rpartition('.')[0]} in SPIDER_MODULES, "
+                 "or set SCRAPY_SETTINGS_MODULE=crawler.settings")
+        raise UsageError(f"no spider called {name!r}: {where}", print_help=False) from None
 
 
 

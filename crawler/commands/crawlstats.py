@@ -32,10 +32,12 @@ class Command(ScrapyCommand):
         return "Print a crawl's frontier counts (embedded or Redis)"
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        check_command_settings(self.settings)
-        if uses_redis(self.settings):
-            _, frontier = redis_crawl(args, self.settings)
+        settings = self.settings
+        assert settings is not None  # Scrapy's cmdline sets them before run()
+        check_command_settings(settings)
+        if uses_redis(settings):
+            _, frontier = redis_crawl(args, settings)
             counts = {**frontier.counters, **frontier.gauges(time.time())}
         else:
-            counts = read_counts(embedded_state(args, self.settings))
+            counts = read_counts(embedded_state(args, settings))
         print(json.dumps(counts, indent=2, sort_keys=True))

@@ -37,8 +37,10 @@ class Command(ScrapyCommand):
         parser.add_argument("--requeue", action="store_true", help="queue every dead letter again")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        check_command_settings(self.settings)
-        frontier = crawl_frontier(args, self.settings)
+        settings = self.settings
+        assert settings is not None  # Scrapy's cmdline sets them before run()
+        check_command_settings(settings)
+        frontier = crawl_frontier(args, settings)
         try:
             letters = frontier.dead_letters()
             if not letters:

@@ -32,8 +32,10 @@ class Command(ScrapyCommand):
         parser.add_argument("--force", action="store_true", help="also a crawl with work left")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        check_command_settings(self.settings)
-        crawl_id, frontier = redis_crawl(args, self.settings)
+        settings = self.settings
+        assert settings is not None  # Scrapy's cmdline sets them before run()
+        check_command_settings(settings)
+        crawl_id, frontier = redis_crawl(args, settings)
         if frontier.has_pending() and not opts.force:
             print(f"crawl {crawl_id!r} has {frontier.queued} URLs queued and {frontier.leased} leased; "
                   "not deleted (use --force)", file=sys.stderr)

@@ -45,13 +45,15 @@ class Command(ScrapyCommand):
                           help="one line per visit: when, status, change, text hash, next visit")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        check_command_settings(self.settings)
+        settings = self.settings
+        assert settings is not None  # Scrapy's cmdline sets them before run()
+        check_command_settings(settings)
         if len(args) != 1:
             raise UsageError("give one URL")
-        url = UrlNormalizer.from_settings(self.settings)(args[0])
+        url = UrlNormalizer.from_settings(settings)(args[0])
         if url is None:
             raise UsageError(f"not an http(s) URL: {args[0]!r}")
-        store = open_store(data_path(self.settings, "STORE_URI"), self.settings)  # -s AWS_* too
+        store = open_store(data_path(settings, "STORE_URI"), settings)  # -s AWS_* too
         versions = find_versions(store, url)
         for name in sorted(torn_tails):
             print(f"{name} ends in an incomplete record (torn by a crash, or still being written): "

@@ -16,7 +16,7 @@ MEASURED_WORKER_RATE = 228.3
 
 class Command(ScrapyCommand):
     """Prints the fetch rate, connections in flight, back queues, bandwidth, seen-set
-    memory and workers a crawl target needs. Defaults are seed 000's worked design:
+    memory and workers a crawl target needs. The defaults size a worked example:
     a billion pages, 10% changing daily, 30% weekly, 60% monthly, 100 KB pages, 0.5 s
     fetches, a 10x gap, 10 billion URLs seen, 1% Bloom false positives."""
 

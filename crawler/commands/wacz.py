@@ -39,12 +39,14 @@ class Command(ScrapyCommand):
         parser.add_argument("-o", "--output", metavar="FILE", help="the WACZ to write (<crawl id>.wacz)")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        check_command_settings(self.settings)
+        settings = self.settings
+        assert settings is not None  # Scrapy's cmdline sets them before run()
+        check_command_settings(settings)
         if len(args) != 1:
             raise UsageError("give one crawl id")
         crawl_id = args[0]
         output = Path(opts.output or f"{crawl_id}.wacz")
-        store = open_store(data_path(self.settings, "STORE_URI"), self.settings)
+        store = open_store(data_path(settings, "STORE_URI"), settings)
         try:
             summary = write_wacz(store, crawl_id, output, f"politecrawler (Scrapy {scrapy.__version__})")
         except LookupError as error:

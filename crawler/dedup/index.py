@@ -14,10 +14,11 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 from redis import Redis
+from redis.typing import EncodableT
 
 from crawler.dedup.simhash import NearDupIndex, blocks, nearest
 
@@ -224,17 +225,19 @@ class RedisContentIndex:
         return [*(f"{self.prefix}n{t}:{block:04x}" for t, block in enumerate(blocks(simhash))),
                 self.prefix + "cuts"]
 
-    def _nearest(self, simhash: int, read: list[bytes | None]) -> list[object]:
+    def _nearest(self, simhash: int, read: list[bytes | None]) -> list[EncodableT]:
         """Script arguments for what the caller saw: nearest simhash, its distance, bucket
         lengths, the count of cuts."""
         buckets, cuts = read[:4], read[4]
         hit = nearest(simhash, map(packed_fingerprints, buckets), self.max_distance + 1)
-        best = [b"", self.max_distance + 1] if hit is None else [hit[1].to_bytes(8, "big"), hit[0]]
+        best: list[EncodableT] = ([b"", self.max_distance + 1] if hit is None
+                                  else [hit[1].to_bytes(8, "big"), hit[0]])
         return [*best, *(len(data or b"") for data in buckets), cuts or b"0"]
 
-    def _args(self, page: PageKeys, buckets: list[bytes | None] | None) -> list[object]:
+    def _args(self, page: PageKeys, buckets: list[bytes | None] | None) -> list[EncodableT]:
         sha, simhash, url, host, near = page
-        args: list[object] = [sha[:16], simhash.to_bytes(8, "big"), url, host, int(near), self.max_distance]
+        args: list[EncodableT] = [sha[:16], simhash.to_bytes(8, "big"), url, host, int(near),
+                                  self.max_distance]
         return args + self._nearest(simhash, buckets) if near and buckets is not None else args
 
     @staticmethod
@@ -242,7 +245,8 @@ class RedisContentIndex:
         return None if found is None else Match(found[0].decode(), found[1].decode())
 
     def check_and_add(self, sha: bytes, simhash: int, url: str, host: str, near: bool) -> Match | None:
-        buckets = self.redis.mget(self._bucket_keys(simhash)) if near else None
+        # The crawl's clients leave replies as bytes (no decode_responses).
+        buckets = cast("list[bytes | None]", self.redis.mget(self._bucket_keys(simhash))) if near else None
         args = self._args((sha, simhash, url, host, near), buckets)
         return self._match(self._script(keys=[self.prefix], args=args))
 

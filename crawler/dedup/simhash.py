@@ -85,9 +85,9 @@ def _has_unicode_space(data: np.ndarray) -> bool:
             return True
     lead = np.flatnonzero(tail == 0xE2)  # U+2000..U+200A, U+2028, U+2029, U+202F; U+205F
     if lead.size:
-        second, third = data[lead + 1], data[lead + 2]
-        general = (second == 0x80) & ((third <= 0x8A) | (third == 0xA8) | (third == 0xA9) | (third == 0xAF))
-        if np.any(general | ((second == 0x81) & (third == 0x9F))):
+        byte2, byte3 = data[lead + 1], data[lead + 2]
+        general = (byte2 == 0x80) & ((byte3 <= 0x8A) | (byte3 == 0xA8) | (byte3 == 0xA9) | (byte3 == 0xAF))
+        if np.any(general | ((byte2 == 0x81) & (byte3 == 0x9F))):
             return True
     return False
 
@@ -408,7 +408,9 @@ class NearDupIndex:
             return None
         found = hit[1]
         block0 = found & 0xFFFF
-        return self._keys[block0][tables[0][block0].index(found)]  # type: ignore[index]
+        bucket, keys = tables[0][block0], self._keys[block0]
+        assert bucket is not None and keys is not None  # the hit was read from this bucket
+        return keys[bucket.index(found)]
 
     def remove(self, fp: int, key: str) -> bool:
         """Forget one entry of fingerprint `fp` stored under `key` (a page's text that a

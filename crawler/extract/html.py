@@ -13,6 +13,7 @@ import codecs
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import cast
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
@@ -76,9 +77,9 @@ def _keep_wrappers(tree: HTMLTree) -> None:
     with uncached_nodes():
         chrome = body.query_selector_all(_CHROME).values()
         if chrome:
-            half = len(body.text) / 2
+            half = len(cast(str, body.text)) / 2  # an element's text is a string, if empty
             for element in chrome:
-                if len(element.text) > half:
+                if len(cast(str, element.text)) > half:
                     element.setattr(KEEP, "")
 
 
@@ -122,11 +123,12 @@ def uncached_nodes() -> Iterator[None]:
     if saved is None:
         yield
         return
-    resiliparse_node._node_cache = _NO_NODE_CACHE
+    # resiliparse's stubs leave its private node cache out.
+    resiliparse_node._node_cache = _NO_NODE_CACHE  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        resiliparse_node._node_cache = saved
+        resiliparse_node._node_cache = saved  # type: ignore[attr-defined]
 
 
 def extract_hrefs(tree: HTMLTree) -> list[str]:
@@ -135,7 +137,9 @@ def extract_hrefs(tree: HTMLTree) -> list[str]:
     if document is None:
         return []
     with uncached_nodes():
-        return [element.getattr("href") for element in document.query_selector_all(_LINKS).values()]
+        # The selector asks for elements with an href: getattr finds one in each.
+        return cast("list[str]", [element.getattr("href")
+                                  for element in document.query_selector_all(_LINKS).values()])
 
 
 def extract_head(tree: HTMLTree) -> Head:
@@ -151,15 +155,16 @@ def extract_head(tree: HTMLTree) -> Head:
     base = canonical = robots = None
     with uncached_nodes():
         elements = head.query_selector_all("base[href], link[rel][href], meta[name][content]").values()
+    # The selector asks for the attributes read here: getattr finds each.
     for element in elements:
         tag = element.tag
         if tag == "base":
-            base = element.getattr("href").strip() if base is None else base
+            base = cast(str, element.getattr("href")).strip() if base is None else base
         elif tag == "link":
-            if canonical is None and "canonical" in element.getattr("rel").lower().split():
-                canonical = element.getattr("href").strip()
-        elif robots is None and element.getattr("name").strip().lower() == "robots":
-            robots = element.getattr("content").strip()
+            if canonical is None and "canonical" in cast(str, element.getattr("rel")).lower().split():
+                canonical = cast(str, element.getattr("href")).strip()
+        elif robots is None and cast(str, element.getattr("name")).strip().lower() == "robots":
+            robots = cast(str, element.getattr("content")).strip()
     return Head(" ".join((tree.title or "").split()), base, canonical, robots)
 
 

@@ -52,7 +52,8 @@ class PageCaptureMiddleware:
                                                       response=response)
         if any(isinstance(result, Failure) for _, result in results):
             # Logged by the signal manager; not stored: an attempt that failed.
-            mark_failed(response.request, "capture: a page component failed")
+            if response.request is not None:  # None only for a response made by hand
+                mark_failed(response.request, "capture: a page component failed")
             self.crawler.stats.inc_value("capture/errors")
         else:
             response.meta.pop(WIRE_META, None)  # its exchange was stored with the page

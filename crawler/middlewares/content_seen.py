@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from redis import RedisCluster
 from redis.exceptions import RedisError
 from scrapy import Request, signals
 
@@ -75,8 +76,10 @@ class ContentSeenMiddleware:
         context = CrawlContext.of(crawler)
         if context.uses_redis:
             client, crawl_id = context.redis, context.crawl_id
-            index = (cluster_content_index(client, s, crawl_id, max_distance) if context.uses_cluster
-                     else RedisContentIndex(client, crawl_id, max_distance))
+            if isinstance(client, RedisCluster):
+                index = cluster_content_index(client, s, crawl_id, max_distance)
+            else:
+                index = RedisContentIndex(client, crawl_id, max_distance)
             calls = SparedCalls("content-index-io", s.getfloat("REDIS_STALL_SECONDS",
                                                                defaults.REDIS_STALL_SECONDS))
         middleware = cls(crawler.stats, max_distance,

@@ -264,10 +264,12 @@ class RobotsMiddleware:
                 logger.debug("robots.txt %s: %r", url, error)
                 return "unreachable", None, _error_kind(error)
             status = response.status
-            if 300 <= status < 400 and b"Location" in response.headers:
-                url = self._redirect_target(url, response.headers[b"Location"].decode("latin-1"))
-                if url is None:
+            location = response.headers.get(b"Location") if 300 <= status < 400 else None
+            if location is not None:
+                target = self._redirect_target(url, location.decode("latin-1"))
+                if target is None:
                     return "redirects", None, None  # nowhere to go: unavailable, as too many
+                url = target
                 continue
             if 200 <= status < 300:
                 if CUT_FLAG in response.flags or len(response.body) > ROBOTS_MAX_BYTES:

@@ -27,7 +27,7 @@ def install() -> None:
     """Make Twisted's HTTP client fail a response with a header line that is too long as a
     :class:`HeaderLineTooLong`. This applies to the whole process, because the parser class
     is Twisted's own. Calling it again changes nothing."""
-    HTTPClientParser.lineLengthExceeded = _refuse_long_line
+    setattr(HTTPClientParser, "lineLengthExceeded", _refuse_long_line)  # noqa: B010 - a patch of Twisted's class
 
 
 def bad_response(error: BaseException) -> ParseError | None:

@@ -230,7 +230,8 @@ class GuardedResolver:
             self._pending[name].append(waiter)
             return waiter
         self._pending[name] = [waiter]
-        self._query(name).addCallbacks(self._answered, self._failed, (name,), None, (name,))
+        self._query(name).addCallbacks(self._answered, self._failed,
+                                       callbackArgs=(name,), errbackArgs=(name,))
         return waiter
 
     def _answered(self, result: tuple[list[str], float], name: str) -> None:

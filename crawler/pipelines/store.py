@@ -207,7 +207,8 @@ class PageStorePipeline:
     def _safe(self, name: str) -> None:
         """The pages in ``name`` (a file uploaded to S3, or an fsync batch) are safe: index
         those that wait for nothing more, then tell the scheduler (it acks their URLs)."""
-        ready, waiting = [], []
+        ready: list[tuple[set[str], tuple[str, str, Location]]] = []
+        waiting: list[tuple[set[str], tuple[str, str, Location]]] = []
         for files, row in self._unindexed:
             files.discard(name)
             (waiting if files else ready).append((files, row))
@@ -267,8 +268,9 @@ class PageStorePipeline:
     async def close_spider(self) -> None:
         if self._batches is not None:
             self._batches.stop()
-        self._warc.close()
-        self._meta.close()
+        warc, meta = self._files()
+        warc.close()
+        meta.close()
         await self.store.wait()
         if self.index is not None:
             self.index.close()
@@ -280,6 +282,7 @@ class PageStorePipeline:
             return item
         if self.space is not None and self.space.full:
             raise StoreFull(f"not stored, the store has no room: {item.url}")
+        warc, meta = self._files()
         start = self.clock.now()
         try:
             self._store(item)
@@ -287,14 +290,20 @@ class PageStorePipeline:
             if not is_no_space(error) or self.space is None:
                 raise
             # What this page wrote is cut off; the next page starts new files.
-            self._warc.abandon()
-            self._meta.abandon()
+            warc.abandon()
+            meta.abandon()
             self.space.became_full(error)
             raise StoreFull(f"not stored, the store has no room: {item.url}") from None
-        self._warc.mark_whole()
-        self._meta.mark_whole()
+        warc.mark_whole()
+        meta.mark_whole()
         self.clock.add("store", start)
         return item
+
+    def _files(self) -> tuple[WarcFileWriter, SegmentWriter]:
+        """The WARC and metadata writers, which ``open_spider`` makes."""
+        if self._warc is None or self._meta is None:
+            raise RuntimeError("the page store is not open: open_spider makes its files")
+        return self._warc, self._meta
 
     def _count(self, archived: Archived, more: int = 0) -> None:
         self.stats.inc_value("store/warc_bytes", archived.location.length + archived.request_length + more)
@@ -318,6 +327,7 @@ class PageStorePipeline:
 
     def _archive(self, item: Page, exchange: Exchange, digest: str) -> tuple[Archived, Location | None]:
         """Write the page's records: (its response or revisit record, its text's record)."""
+        warc, _ = self._files()
         if item.revisit in (NOT_MODIFIED, UNCHANGED):  # its text is stored under its last visit
             if item.revisit == NOT_MODIFIED:
                 profile = NOT_MODIFIED_PROFILE
@@ -326,7 +336,7 @@ class PageStorePipeline:
             else:
                 profile = SAME_TEXT_PROFILE
             self.stats.inc_value("store/revisits")
-            return self._warc.revisit(exchange, profile, self._last_referent(item)), None
+            return warc.revisit(exchange, profile, self._last_referent(item)), None
         if item.duplicate_of:  # its text is stored under the page it repeats
             original = self._payloads.get(digest)
             if original is not None:
@@ -335,10 +345,10 @@ class PageStorePipeline:
                 profile = SAME_TEXT_PROFILE if item.duplicate_kind == "exact" else NEAR_TEXT_PROFILE
                 original = Referent(item.duplicate_of, "")
             self.stats.inc_value("store/duplicates")
-            return self._warc.revisit(exchange, profile, original), None
-        archived = self._warc.exchange(exchange)
+            return warc.revisit(exchange, profile, original), None
+        archived = warc.exchange(exchange)
         self._remember(archived.digest, Referent(exchange.url, archived.date, archived.record_id))
-        text = self._warc.conversion(exchange.url, item.text, archived)
+        text = warc.conversion(exchange.url, item.text, archived)
         self.stats.inc_value("store/pages")
         self.stats.inc_value("store/html_bytes", len(item.html))
         return archived, text
@@ -359,7 +369,7 @@ class PageStorePipeline:
             item.revisit_state["record"] = None if holder is None else [
                 holder.url, holder.date, holder.record_id]
         line = json.dumps(item.stored, ensure_ascii=False, separators=(",", ":")) + "\n"
-        meta = self._meta.append(line.encode("utf-8"))
+        meta = self._files()[1].append(line.encode("utf-8"))
         # An unchanged revisit stays out of the index: the version it points to holds the body.
         row = None if item.revisit in (NOT_MODIFIED, UNCHANGED) else (item.url, self.root, meta)
         if self._batches is None:  # S3: safe once its files are uploaded (a roll may split them)

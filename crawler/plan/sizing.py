@@ -41,7 +41,8 @@ def parse_classes(text: str) -> tuple[tuple[float, float], ...]:
 
 @dataclass(frozen=True)
 class Target:
-    """What the crawl must do. Defaults are seed 000's worked design."""
+    """What the crawl must do. The defaults size a worked example: a billion pages kept
+    fresh, 10% changing daily, 30% weekly and 60% monthly."""
 
     pages: float = 1e9  # pages kept fresh
     classes: tuple[tuple[float, float], ...] = ((0.1, 1.0), (0.3, 7.0), (0.6, 30.0))  # (share, days)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import cast
 
-from redis import Redis, RedisError
+from redis import Redis, RedisCluster, RedisError
+from redis.typing import EncodableT, FieldT
 
 from crawler import defaults
 from crawler.iothread import SparedCalls
@@ -85,7 +87,7 @@ class SharedRobotsCache:
     ``lookup`` and ``keep`` call Redis off the reactor (``calls``): a Redis that stops
     answering delays no request past ``REDIS_STALL_SECONDS``."""
 
-    def __init__(self, client: Redis, prefix: str, calls: SparedCalls | None = None) -> None:
+    def __init__(self, client: Redis | RedisCluster, prefix: str, calls: SparedCalls | None = None) -> None:
         self.redis = client
         self.prefix = prefix
         self.calls = calls
@@ -109,7 +111,8 @@ class SharedRobotsCache:
 
     def load(self, origin: str, token: str) -> RobotsEntry | None:
         try:
-            stored = self.redis.hgetall(self.prefix + origin)
+            # The crawl's clients leave replies as bytes (no decode_responses).
+            stored = cast("dict[bytes, bytes]", self.redis.hgetall(self.prefix + origin))
         except RedisError as error:
             logger.warning("Shared robots.txt cache unreachable: %s", error)
             return None
@@ -130,7 +133,7 @@ class SharedRobotsCache:
     def save(self, origin: str, entry: RobotsEntry, body: bytes | None) -> None:
         """Store ``entry``; ``body`` is the robots.txt it was parsed from (None: keep the
         stored one, as when a failed refresh keeps the earlier rules)."""
-        fields = {"kind": entry.rules.kind, "status_class": entry.status_class,
+        fields: dict[FieldT, EncodableT] = {"kind": entry.rules.kind, "status_class": entry.status_class,
                   "expires": entry.expires, "failures": entry.failures}
         if body is not None:
             fields["body"] = body

@@ -84,11 +84,11 @@ class FrontierReader:
         seconds), backoff (seconds) and errors (URLs waiting for a retry or given up; on
         Redis, waiting for a retry: its dead letters are not kept by host)."""
         if self.redis:
-            rows = self.host_queues(crawl_id, limit)
-            details = self._redis_frontier(crawl_id).host_details([row["host"] for row in rows])
-            return [{**row, "in_flight": busy, "next_allowed": next_allowed, "backoff": backoff,
-                     "errors": waiting} for row, (busy, next_allowed, backoff, waiting) in zip(rows, details,
-                                                                                               strict=True)]
+            queues = self.host_queues(crawl_id, limit)
+            details = self._redis_frontier(crawl_id).host_details([queue["host"] for queue in queues])
+            return [{**queue, "in_flight": busy, "next_allowed": next_allowed, "backoff": backoff,
+                     "errors": waiting} for queue, (busy, next_allowed, backoff, waiting)
+                    in zip(queues, details, strict=True)]
         try:
             rows = _read_only(embedded_frontier_path(self.settings, crawl_id), _HOSTS_SQL,
                               (QUEUED, LEASED, WAITING, DEAD, limit))

@@ -73,6 +73,7 @@ def parse_seeds(value: str | list[str] | None, normalize: UrlNormalizer) -> list
         if problem:
             problems.append(f"  {r!r}: {problem}")
         else:
+            assert url is not None  # seed_problem names a problem for a URL that does not normalise
             seeds[url] = None
     if problems:
         raise ArgumentError("bad seed(s), nothing was fetched:\n" + "\n".join(problems))

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from redis import Redis, RedisError
+from redis import Redis, RedisCluster, RedisError
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from twisted.internet.task import LoopingCall
@@ -36,7 +36,7 @@ class PushedSeeds:
     or URLs other workers find) before it closes, counted from the end of its last fetch (any
     request that reached the downloader: pages, 304s, errors, redirects, robots.txt)."""
 
-    def __init__(self, spider: WebSpider, client: Redis, key: str, interval: float,
+    def __init__(self, spider: WebSpider, client: Redis | RedisCluster, key: str, interval: float,
                  idle_before_close: float, wake_engine: Callable[[], object]) -> None:
         self.spider = spider
         self.redis = client

@@ -187,6 +187,7 @@ class WebSpider(scrapy.Spider):
                 self.logger.warning("Pushed seed %r rejected: %s", raw, problem)
                 self.crawler.stats.inc_value("seeds/rejected")
                 continue
+            assert url is not None  # seed_problem names a problem for a URL that does not normalise
             host = url_host(url)
             self.links.scope.add_host(host)
             if self.allowed_domains is not None and self.scope != "all":
@@ -237,11 +238,12 @@ class WebSpider(scrapy.Spider):
         another host is only recorded."""
         header = header_canonical(v.decode("latin-1") for v in response.headers.getlist(b"Link"))
         page.canonical, same_host = page_canonical(page.url, page.canonical, header, self._normalize)
-        if not same_host or page.canonical == page.url:
+        canonical = page.canonical
+        if not same_host or canonical is None or canonical == page.url:
             return
         self.crawler.stats.inc_value("links/canonical")
-        if self.links.claim(page.canonical):
-            page.url, page.fetched_url = page.canonical, page.url
+        if self.links.claim(canonical):
+            page.url, page.fetched_url = canonical, page.url
 
     def parse_probe(self, response: Response) -> Iterator[ProbeAnswer]:
         """A host's answer at its soft-404 probe path (``TrapsMiddleware``): its text, never a page."""

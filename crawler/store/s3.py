@@ -10,7 +10,7 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, ClassVar, Literal
 from urllib.parse import urlsplit
 
 import boto3
@@ -106,7 +106,7 @@ class S3Store:
         return path.open("ab")
 
     #: Pages written here are safe only once their file is uploaded.
-    remote = True
+    remote: ClassVar[Literal[True]] = True  # a literal: tells the two stores apart for mypy
 
     @property
     def writes_to(self) -> Path:

@@ -162,7 +162,8 @@ class WarcFileWriter(RollingFile):
                 write_index(self.store, index_name(name), lines)
 
     def _write(self, record: ArcWarcRecord) -> Location:
-        file = self.current()
+        file = self.current()  # opening a file makes its writer (``opened``)
+        assert self._writer is not None
         offset = file.tell()
         self._writer.write_record(record)
         file.flush()
@@ -280,13 +281,13 @@ def read_page(store: LocalStore | S3Store, record: dict) -> tuple[bytes | None, 
     return html, read_record(store, record["text"]).payload.decode("utf-8")
 
 
-def find_record(store: LocalStore, url: str) -> dict | None:
+def find_record(store: LocalStore | S3Store, url: str) -> dict | None:
     """The latest metadata record of the normalised ``url`` (a scan of ``meta/``)."""
     versions = find_versions(store, url)
     return versions[-1] if versions else None
 
 
-def find_versions(store: LocalStore, url: str) -> list[dict]:
+def find_versions(store: LocalStore | S3Store, url: str) -> list[dict]:
     """Every metadata record of the normalised ``url``, oldest first: one per visit (a
     revisit that found no change has a record without text of its own)."""
     return [record for record in iter_records(store) if record["url"] == url]

@@ -15,9 +15,9 @@ import json
 import sqlite3
 from importlib import resources
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
-from redis import Redis
+from redis import Redis, RedisCluster
 
 from crawler.context.keys import CrawlKeys
 from crawler.traps.content import Probe
@@ -154,14 +154,15 @@ class RedisTrapStore:
     while fetching), ``recent:<host>`` (list of 1/0, newest first) and ``demoted`` (set of
     hosts)."""
 
-    def __init__(self, client: Redis, crawl_id: str) -> None:
+    def __init__(self, client: Redis | RedisCluster, crawl_id: str) -> None:
         self.redis = client
         self.prefix = CrawlKeys(crawl_id).key("traps:")
         self._observe = client.register_script(
             resources.files("crawler.traps").joinpath("lua", "observe.lua").read_text(encoding="utf-8"))
 
     def _params(self, host: str) -> dict[str, bool]:
-        raw = self.redis.hgetall(f"{self.prefix}params:{host}")
+        # The crawl's clients leave replies as bytes (no decode_responses).
+        raw = cast("dict[bytes, bytes]", self.redis.hgetall(f"{self.prefix}params:{host}"))
         return {k.decode(): v == b"1" for k, v in raw.items()}
 
     def learned(self, host: str) -> frozenset[str]:
@@ -188,7 +189,7 @@ class RedisTrapStore:
         self.redis.hset(f"{self.prefix}bare:{host}", key, digest)
 
     def bare(self, host: str, key: str) -> str | None:
-        raw = self.redis.hget(f"{self.prefix}bare:{host}", key)
+        raw = cast("bytes | None", self.redis.hget(f"{self.prefix}bare:{host}", key))
         return None if raw is None else raw.decode()
 
     def claim_probe(self, host: str) -> bool:
