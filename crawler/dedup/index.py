@@ -50,8 +50,10 @@ def judge(url: str, exact: str | None, near: str | None) -> tuple[Match | None, 
 
 
 def lua(name: str) -> str:
-    """The text of a script in ``crawler/dedup/lua/``, installed with the package."""
-    return resources.files("crawler.dedup").joinpath("lua", name).read_text(encoding="utf-8")
+    """A script of ``crawler/dedup/lua/`` (installed with the package), after
+    ``versions.lua``: the rule of one version per URL both Redis indexes run."""
+    folder = resources.files("crawler.dedup").joinpath("lua")
+    return "".join(folder.joinpath(part).read_text(encoding="utf-8") for part in ("versions.lua", name))
 
 
 def packed_fingerprints(data: bytes | None, record: int = 8) -> array:

@@ -1,11 +1,12 @@
--- KEYS[1] = the index prefix P; ARGV = sha (16 bytes), simhash (8 bytes, big-endian), url,
--- host, near ('1' or '0'), k, then with near: the nearest simhash the caller found in the 4
--- buckets ('' for none), its distance, the 4 bucket lengths it read and the P cuts count it
--- read with them. Returns {kind, original} or nil. Layout: P x:<hex of sha's first 2 bytes>
--- hash sha -> url; P n<t>:<hex of block t> string of 8-byte simhashes whose block t has that
--- value (t = 0..3, block 0 the least significant 16 bits), appended to; P s:<hex of block 0>
--- hash simhash -> sha; P v:<first 3 hex of sha1(url)> hash url -> its recorded sha and
--- simhash: a page's new version replaces its old one (its entries leave x:, s: and the
+-- The one-Redis check and add, run after versions.lua. KEYS[1] = the index prefix P;
+-- ARGV = sha (16 bytes), simhash (8 bytes, big-endian), url, host, near ('1' or '0'), k,
+-- then with near: the nearest simhash the caller found in the 4 buckets ('' for none),
+-- its distance, the 4 bucket lengths it read and the P cuts count it read with them.
+-- Returns {kind, original} or nil. Layout: P x:<hex of sha's first 2 bytes> hash
+-- sha -> url; P n<t>:<hex of block t> string of 8-byte simhashes whose block t has that
+-- value (t = 0..3, block 0 the least significant 16 bits), appended to; P s:<hex of
+-- block 0> hash simhash -> sha; P v:<first 3 hex of sha1(url)> hash url -> its recorded
+-- version: a page's new version replaces its old one (its entries leave x:, s: and the
 -- buckets, and P cuts counts the buckets cut, so that a caller who read them before
 -- rescans them whole); P pages and P dups hashes host -> count.
 local P, sha, fp, url, host = KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -55,29 +56,18 @@ if near then
   end
 end
 local version_key = P .. 'v:' .. redis.sha1hex(url):sub(1, 3)
-local old = redis.call('HGET', version_key, url)
-if old and old:sub(1, 16) ~= sha then
-  local old_sha, old_exact = old:sub(1, 16), P .. 'x:' .. hex2(old, 1)
-  if redis.call('HGET', old_exact, old_sha) == url then redis.call('HDEL', old_exact, old_sha) end
+local old = swap_version(version_key, url, near and sha .. fp or sha)
+if old then
+  local old_sha = old:sub(1, 16)
+  forget_exact(P .. 'x:' .. hex2(old_sha, 1), old_sha, url)
   if #old == 24 then
     local old_fp = old:sub(17, 24)
     local s_key = P .. 's:' .. hex2(old_fp, 7)
     if redis.call('HGET', s_key, old_fp) == old_sha then redis.call('HDEL', s_key, old_fp) end
-    for t = 0, 3 do
-      local key = P .. 'n' .. t .. ':' .. hex2(old_fp, 7 - 2 * t)
-      local data = redis.call('GET', key) or ''
-      for i = 1, #data, 8 do
-        if data:sub(i, i + 7) == old_fp then
-          data = data:sub(1, i - 1) .. data:sub(i + 8)
-          break
-        end
-      end
-      if #data == 0 then redis.call('DEL', key) else redis.call('SET', key, data) end
-    end
+    for t = 0, 3 do cut_record(P .. 'n' .. t .. ':' .. hex2(old_fp, 7 - 2 * t), old_fp) end
     redis.call('INCR', P .. 'cuts')
   end
 end
-redis.call('HSET', version_key, url, near and sha .. fp or sha)
 redis.call('HSETNX', exact_key, sha, url)
 if near then
   for t = 0, 3 do redis.call('APPEND', P .. 'n' .. t .. ':' .. hex2(fp, 7 - 2 * t), fp) end
