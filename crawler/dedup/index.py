@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from redis import Redis
@@ -24,6 +24,7 @@ from crawler.dedup.simhash import NearDupIndex, blocks, nearest
 
 # (sha-256 digest, simhash, url, host, near): the arguments of check_and_add
 PageKeys = tuple[bytes, int, str, str, bool]
+ScriptArg = bytes | str | int
 
 
 @dataclass(frozen=True)
@@ -145,17 +146,19 @@ class RedisContentIndex:
         return [*(f"{self.prefix}n{t}:{block:04x}" for t, block in enumerate(blocks(simhash))),
                 self.prefix + "cuts"]
 
-    def _nearest(self, simhash: int, read: list[bytes | None]) -> list[object]:
+    def _nearest(self, simhash: int, read: list[Any]) -> list[ScriptArg]:
         """Script arguments for what the caller saw: nearest simhash, its distance, bucket
         lengths, the count of cuts."""
         buckets, cuts = read[:4], read[4]
         hit = nearest(simhash, map(packed_fingerprints, buckets), self.max_distance + 1)
-        best = [b"", self.max_distance + 1] if hit is None else [hit[1].to_bytes(8, "big"), hit[0]]
+        best: list[ScriptArg] = ([b"", self.max_distance + 1] if hit is None
+                                 else [hit[1].to_bytes(8, "big"), hit[0]])
         return [*best, *(len(data or b"") for data in buckets), cuts or b"0"]
 
-    def _args(self, page: PageKeys, buckets: list[bytes | None] | None) -> list[object]:
+    def _args(self, page: PageKeys, buckets: list[Any] | None) -> list[ScriptArg]:
         sha, simhash, url, host, near = page
-        args: list[object] = [sha[:16], simhash.to_bytes(8, "big"), url, host, int(near), self.max_distance]
+        args: list[ScriptArg] = [sha[:16], simhash.to_bytes(8, "big"), url, host, int(near),
+                                 self.max_distance]
         return args + self._nearest(simhash, buckets) if near and buckets is not None else args
 
     @staticmethod

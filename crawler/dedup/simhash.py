@@ -85,9 +85,9 @@ def _has_unicode_space(data: np.ndarray) -> bool:
             return True
     lead = np.flatnonzero(tail == 0xE2)  # U+2000..U+200A, U+2028, U+2029, U+202F; U+205F
     if lead.size:
-        second, third = data[lead + 1], data[lead + 2]
-        general = (second == 0x80) & ((third <= 0x8A) | (third == 0xA8) | (third == 0xA9) | (third == 0xAF))
-        if np.any(general | ((second == 0x81) & (third == 0x9F))):
+        mid, last = data[lead + 1], data[lead + 2]
+        general = (mid == 0x80) & ((last <= 0x8A) | (last == 0xA8) | (last == 0xA9) | (last == 0xAF))
+        if np.any(general | ((mid == 0x81) & (last == 0x9F))):
             return True
     return False
 
@@ -408,7 +408,7 @@ class NearDupIndex:
             return None
         found = hit[1]
         block0 = found & 0xFFFF
-        return self._keys[block0][tables[0][block0].index(found)]  # type: ignore[index]
+        return self._keys[block0][tables[0][block0].index(found)]  # type: ignore[index, union-attr]
 
     def remove(self, fp: int, key: str) -> bool:
         """Forget one entry of fingerprint `fp` stored under `key` (a page's text that a
