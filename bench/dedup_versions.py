@@ -5,7 +5,8 @@ SHA-256 and a random simhash) at every round, as a continuous crawl of pages tha
 sees them. The index keeps one version per URL, so its size after the first round stays
 flat. Measured on a redis-server and on a 3-master Redis Cluster the bench starts on
 loopback ports (``RedisContentIndex``, ``ClusterContentIndex`` over 16 shard tags), and
-in memory (``MemoryContentIndex``, its entries). Prints one Markdown table.
+in memory (``MemoryContentIndex``, its entries). Prints two Markdown tables: keys and
+memory by round, then each key family's ``MEMORY USAGE`` per URL after the last round.
 
     python bench/dedup_versions.py [--urls 600] [--changing 200] [--rounds 31]
 """
@@ -17,7 +18,8 @@ import hashlib
 import random
 import sys
 import tempfile
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -64,19 +66,35 @@ def measure(check: Callable[[list[PageKeys]], object], sample: Callable[[], tupl
     return sizes
 
 
-def on_redis(rounds: list[list[PageKeys]], tmp: Path) -> list[tuple[int, int]]:
+def families(nodes: Iterable[redis.Redis]) -> Counter[str]:
+    """``MEMORY USAGE`` summed per key family over the content keys of `nodes`: ``x``,
+    ``n`` (the 4 band tables), ``s``, ``v`` and ``counts`` (pages, dups, cuts)."""
+    usage: Counter[str] = Counter()
+    for node in nodes:
+        for key in node.scan_iter(match="crawl:*:content:*", count=1000):
+            name = key.decode().split(":content:")[1].split(":")[0]
+            family = name.rstrip("0123") if name[0] in "xnsv" else "counts"
+            usage[family] += node.memory_usage(key) or 0
+    return usage
+
+
+Sizes = tuple[list[tuple[int, int]], Counter[str]]
+
+
+def on_redis(rounds: list[list[PageKeys]], tmp: Path) -> Sizes:
     (tmp / "redis").mkdir()
     server = RedisServer(tmp / "redis").start()
     try:
         client = redis.Redis.from_url(server.url)
         index = RedisContentIndex(client, "bench")
-        return measure(index.check_and_add_many,
-                       lambda: (client.dbsize(), client.info("memory")["used_memory"]), rounds)
+        sizes = measure(index.check_and_add_many,
+                        lambda: (client.dbsize(), client.info("memory")["used_memory"]), rounds)
+        return sizes, families([client])
     finally:
         server.stop()
 
 
-def on_cluster(rounds: list[list[PageKeys]], tmp: Path) -> list[tuple[int, int]]:
+def on_cluster(rounds: list[list[PageKeys]], tmp: Path) -> Sizes:
     (tmp / "cluster").mkdir()
     nodes = RedisClusterNodes(tmp / "cluster").start()
     try:
@@ -87,7 +105,7 @@ def on_cluster(rounds: list[list[PageKeys]], tmp: Path) -> list[tuple[int, int]]
             return (sum(node.dbsize() for node in masters),
                     sum(node.info("memory")["used_memory"] for node in masters))
 
-        return measure(index.check_and_add_many, sample, rounds)
+        return measure(index.check_and_add_many, sample, rounds), families(masters)
     finally:
         nodes.stop()
 
@@ -109,8 +127,8 @@ def main() -> None:
     args = parser.parse_args()
     rounds = rounds_of_pages(args.urls, args.changing, args.rounds)
     with tempfile.TemporaryDirectory() as tmp:
-        redis_sizes = on_redis(rounds, Path(tmp))
-        cluster_sizes = on_cluster(rounds, Path(tmp))
+        redis_sizes, redis_families = on_redis(rounds, Path(tmp))
+        cluster_sizes, cluster_families = on_cluster(rounds, Path(tmp))
     memory_sizes = in_memory(rounds)
     print(f"{args.urls} URLs, {args.changing} of them with a new text every round\n")
     print("| round | Redis keys | Redis used_memory | Cluster keys | Cluster used_memory (3 masters) "
@@ -120,6 +138,12 @@ def main() -> None:
         (keys, used), (cluster_keys, cluster_used) = redis_sizes[n], cluster_sizes[n]
         print(f"| {n + 1} | {keys:,} | {used / 1e6:.2f} MB | {cluster_keys:,} | {cluster_used / 1e6:.2f} MB "
               f"| {memory_sizes[n][0]:,} |")
+    print(f"\nAfter round {args.rounds}, `MEMORY USAGE` per URL by family (`counts`: pages, dups, cuts)\n")
+    print("| family | Redis | Cluster |")
+    print("|---|---:|---:|")
+    for family in ("x", "n", "s", "v", "counts"):
+        print(f"| {family} | {redis_families[family] / args.urls:.0f} B | "
+              f"{cluster_families[family] / args.urls:.0f} B |")
 
 
 if __name__ == "__main__":
