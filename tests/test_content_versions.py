@@ -107,3 +107,19 @@ def test_a_cluster_master_without_the_scripts_is_given_them(cluster_client):
     assert index.check_and_add(sha("v1"), 0x0123_4567_89AB_CDEF, "http://b.test/", "b.test", True) is None
     # 2 URLs: their exact and version entries, 2 hosts' page counts, their 4 records each
     assert size(index)[:2] == (2 + 2 + 2, 2 * 4 * 24)
+
+
+def test_one_page_checked_twice_at_once_is_kept_once(index):
+    """Two checks of one URL's new text in the same rounds (on a cluster both claim it at
+    once): one version, one set of band records, as for a single check."""
+    url = "http://a.test/news"
+    index.check_and_add(sha("v1"), 0x0123_4567_89AB_CDEF, url, "a.test", True)
+    twice = [(sha("v2"), 0x7E57_0000_FFFF_1111, url, "a.test", True)] * 2
+    if isinstance(index, MemoryContentIndex):
+        assert [index.check_and_add(*page) for page in twice] == [None, None]
+    else:
+        assert index.check_and_add_many(twice) == [None, None]
+    # what one check keeps: the exact, near (one Redis: simhash -> SHA) and version entries
+    # and the host's page count (in Redis), 4 band records
+    kept = {MemoryContentIndex: (3, 0), RedisContentIndex: (4, 4 * 8), ClusterContentIndex: (3, 4 * 24)}
+    assert size(index)[:2] == kept[type(index)]

@@ -15,16 +15,19 @@ frontier's ``REDIS_SHARDS`` tags (``shard_tags``):
 
 A check is a few rounds, each one cluster pipeline (one round trip per node it touches,
 the nodes in parallel): read the page's exact entry and 4 buckets (and count the page);
-then look up the URL of the nearest simhash found, or claim the text for the URL
-(HSETNX of its SHA); an original then gets its version swapped in and its 4 records
-appended, and the version it replaces (if any) forgotten: its exact entry if still the
-URL's, its 4 records cut. A duplicate is counted. The version rule is ``versions.lua``'s,
-the one-Redis script's, run here as single-key scripts on each entry's own shard.
+look up the URL of the nearest simhash found, or record an original: claim its text
+(HSETNX of its SHA), swap its version in and append its 4 records, all in one round;
+then forget the version it replaces (its exact entry if still the URL's, its 4 records
+cut), or count a duplicate. The version rule is ``versions.lua``'s, the one-Redis
+script's, run here as single-key scripts on each entry's own shard.
 
 What is lost against one Redis's script: the check is no longer atomic. Two copies of
 one text checked at once still keep one (the HSETNX on the SHA's shard decides), but two
 near copies checked at once by two workers (within the round trip between one's read and
-the other's write) may both be kept as originals: at least once, never a page lost.
+the other's write) may both be kept as originals: at least once, never a page lost. A
+copy that loses the claim to another URL's check at the same instant holds the text as
+its version all the same (its old one forgotten, its records equal to the winner's), so
+every URL still holds one version and one set of records.
 """
 
 from __future__ import annotations
@@ -51,7 +54,6 @@ RECORD = 24  # a bucket record: simhash (8 bytes, big-endian), then the page's S
 
 # A page's check: it yields each round's commands, is sent their replies, returns its answer.
 Check = Generator[list[tuple[Any, ...]], list[Any], "Match | None"]
-Rounds = Generator[list[tuple[Any, ...]], list[Any], None]
 
 
 def _text(value: bytes | None) -> str | None:
@@ -127,28 +129,30 @@ class ClusterContentIndex:
             if best is not None:
                 found = _text((yield [("HGET", self._exact_key(best), best)])[0])
         match, record = judge(url, exact, found)
+        last: list[tuple[Any, ...]] = []  # the last round's commands
         if record:
-            claimed = yield [("HSETNX", exact_key, sha, url), ("HGET", exact_key, sha)]
+            fp = simhash.to_bytes(8, "big") if near else b""
+            claimed = yield [("HSETNX", exact_key, sha, url), ("HGET", exact_key, sha),
+                             SWAP_VERSION.call(self._version_key(url), url, sha + fp),
+                             *(("APPEND", key, fp + sha) for key in buckets)]
             match, _ = judge(url, _text(claimed[1]), None)  # another worker's copy recorded first?
-            if claimed[0]:
-                yield from self._record(sha, simhash if near else None, url)
+            if claimed[2] is not None:
+                last += self._forgetting(claimed[2], url)
+            if not claimed[0] and match is None:  # this URL's text, recorded by a check of it at once
+                last += [CUT_RECORD.call(key, fp + sha) for key in buckets]
         if match is not None:
-            yield [("HINCRBY", counts + "dups", host, 1)]
+            last.append(("HINCRBY", counts + "dups", host, 1))
+        if last:
+            yield last
         return match
 
-    def _record(self, sha: bytes, simhash: int | None, url: str) -> Rounds:
-        """Makes the text claimed the version `url` holds: swaps its version in and appends
-        its band records, then forgets the version replaced, as ``versions.lua`` says."""
-        fp = b"" if simhash is None else simhash.to_bytes(8, "big")
-        buckets = [] if simhash is None else self._bucket_keys(simhash)
-        swapped = yield [SWAP_VERSION.call(self._version_key(url), url, sha + fp),
-                         *(("APPEND", key, fp + sha) for key in buckets)]
-        old = swapped[0]
-        if old is not None:
-            old_sha, old_fp = old[:16], old[16:]
-            old_buckets = self._bucket_keys(int.from_bytes(old_fp, "big")) if old_fp else []
-            yield [FORGET_EXACT.call(self._exact_key(old_sha), old_sha, url),
-                   *(CUT_RECORD.call(key, old_fp + old_sha) for key in old_buckets)]
+    def _forgetting(self, old: bytes, url: str) -> list[tuple[Any, ...]]:
+        """The calls that forget `url`'s replaced version `old`, as ``versions.lua`` says:
+        its exact entry if it still names `url`, its 4 band records."""
+        old_sha, old_fp = old[:16], old[16:]
+        old_buckets = self._bucket_keys(int.from_bytes(old_fp, "big")) if old_fp else []
+        return [FORGET_EXACT.call(self._exact_key(old_sha), old_sha, url),
+                *(CUT_RECORD.call(key, old_fp + old_sha) for key in old_buckets)]
 
     def _send(self, rounds: dict[int, list[tuple[Any, ...]]]) -> list[Any]:
         commands = [command for round_commands in rounds.values() for command in round_commands]
@@ -177,7 +181,7 @@ class ClusterContentIndex:
             raise ClusterError(f"cluster topology changing: {error}") from error
 
     def check_and_add_many(self, pages: Iterable[PageKeys]) -> list[Match | None]:
-        """``check_and_add`` for each of `pages`, all in the same rounds: at most 5 cluster
+        """``check_and_add`` for each of `pages`, all in the same rounds: at most 4 cluster
         pipelines whatever their number. Pages of one call are checked as at once: two
         near copies among them are both kept, two exact copies one."""
         checks = [self._check(page) for page in pages]
