@@ -9,8 +9,10 @@ setup(
     long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["crawler", "crawler.*"]),
-    # The Redis frontier's Lua scripts and the service's dashboard.
-    package_data={"crawler.frontier.backends.redis": ["lua/*.lua"], "crawler.traps": ["lua/*.lua"], "crawler.service": ["dashboard/*"]},
+    # The Lua scripts of the Redis frontier, the trap store and the content index, and the
+    # service's dashboard.
+    package_data={"crawler.frontier.backends.redis": ["lua/*.lua"], "crawler.traps": ["lua/*.lua"],
+                  "crawler.dedup": ["lua/*.lua"], "crawler.service": ["dashboard/*"]},
     python_requires=">=3.11",
     install_requires=[
         "scrapy>=2.19,<2.20",

@@ -1,6 +1,7 @@
 """The content-seen index holds one text version per URL: a page's new version replaces
-its old one, in memory and in a real redis-server, so a continuous crawl of a fixed set
-of URLs keeps a flat index however often its pages change."""
+its old one, in memory, in a real redis-server and split over a real 3-master Redis
+Cluster, so a continuous crawl of a fixed set of URLs keeps a flat index however often
+its pages change."""
 
 from __future__ import annotations
 
@@ -8,14 +9,27 @@ import hashlib
 import random
 
 import pytest
+import redis
 
 from crawler.dedup.index import Match, MemoryContentIndex, RedisContentIndex
+from crawler.dedup.split import SWAP_VERSION, ClusterContentIndex
+from crawler.frontier.backends.redis.cluster import shard_tags
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture
+def cluster_client(cluster_url):
+    client = redis.RedisCluster.from_url(cluster_url)
+    client.flushall()  # on every master
+    yield client
+    client.close()
+
+
+@pytest.fixture(params=["memory", "redis", "cluster"])
 def index(request):
     if request.param == "memory":
         return MemoryContentIndex(3)
+    if request.param == "cluster":
+        return ClusterContentIndex(request.getfixturevalue("cluster_client"), shard_tags("crawl-v", 16), 3)
     return RedisContentIndex(request.getfixturevalue("client"), "crawl-v", 3)
 
 
@@ -23,17 +37,18 @@ def sha(text: str) -> bytes:
     return hashlib.sha256(text.encode()).digest()
 
 
-def size(index) -> tuple[int, int]:
-    """(entries, bytes of simhash buckets) the index holds: in Redis the fields of its
-    hashes and the bytes of its strings (how many keys they take depends on how the
-    random fingerprints fall into buckets)."""
+def size(index) -> tuple[int, int, int]:
+    """(entries, bytes of simhash buckets, keys) the index holds: in Redis the fields of
+    its hashes, the bytes of its strings and its keys (how many keys they take depends
+    on how the random fingerprints fall into buckets)."""
     if isinstance(index, MemoryContentIndex):
-        return len(index.exact) + len(index.near) + len(index.versions), 0
+        entries = len(index.exact) + len(index.near) + len(index.versions)
+        return entries, 0, entries
     client = index.redis
-    keys = list(client.scan_iter(match=index.prefix + "*", count=1000))
+    keys = [k for k in client.scan_iter(match="crawl:*:content:*", count=1000) if not k.endswith(b"cuts")]
     fields = sum(client.hlen(k) for k in keys if client.type(k) == b"hash")
     strings = sum(client.strlen(k) for k in keys if client.type(k) == b"string")
-    return fields, strings - len(client.get(index.prefix + "cuts") or b"")
+    return fields, strings, len(keys)
 
 
 def test_a_new_version_replaces_the_old_one(index):
@@ -58,7 +73,10 @@ def test_key_counts_stay_flat_over_many_versions(index):
             near = n % 4 != 0  # short pages are compared exactly only
             index.check_and_add(sha(f"{url} {version}"), rng.getrandbits(64), url, url[7:15], near)
         sizes.append(size(index))
-    assert sizes[-1] == sizes[0], sizes  # 40 URLs x 30 versions hold what 40 x 1 held
+    # 40 URLs x 30 versions hold what 40 x 1 held: as many entries and bucket bytes,
+    # about as many keys (4 a version, were versions kept)
+    assert {entries_and_bytes[:2] for entries_and_bytes in sizes} == {sizes[0][:2]}, sizes
+    assert max(keys for _, _, keys in sizes) < 1.2 * sizes[0][2], sizes
 
 
 def test_a_version_cut_while_another_worker_read_the_buckets_loses_no_near_copy(client):
@@ -75,3 +93,33 @@ def test_a_version_cut_while_another_worker_read_the_buckets_loses_no_near_copy(
         (sha("c"), near_other, "http://c.test/", "c.test", True),
     ])
     assert found == [None, None, Match("near", "http://d.test/")]
+
+
+def test_a_cluster_master_without_the_scripts_is_given_them(cluster_client):
+    """A master restarted or promoted has an empty script cache: its NOSCRIPT commands
+    (which ran nothing) are sent again once the scripts are loaded."""
+    index = ClusterContentIndex(cluster_client, shard_tags("crawl-s", 16), 3)
+    url = "http://a.test/news"
+    index.check_and_add(sha("v1"), 0x0123_4567_89AB_CDEF, url, "a.test", True)
+    cluster_client.script_flush()  # on every master
+    assert cluster_client.script_exists(SWAP_VERSION.sha) == [False]
+    assert index.check_and_add(sha("v2"), 0x7E57_0000_FFFF_1111, url, "a.test", True) is None
+    assert index.check_and_add(sha("v1"), 0x0123_4567_89AB_CDEF, "http://b.test/", "b.test", True) is None
+    # 2 URLs: their exact and version entries, 2 hosts' page counts, their 4 records each
+    assert size(index)[:2] == (2 + 2 + 2, 2 * 4 * 24)
+
+
+def test_one_page_checked_twice_at_once_is_kept_once(index):
+    """Two checks of one URL's new text in the same rounds (on a cluster both claim it at
+    once): one version, one set of band records, as for a single check."""
+    url = "http://a.test/news"
+    index.check_and_add(sha("v1"), 0x0123_4567_89AB_CDEF, url, "a.test", True)
+    twice = [(sha("v2"), 0x7E57_0000_FFFF_1111, url, "a.test", True)] * 2
+    if isinstance(index, MemoryContentIndex):
+        assert [index.check_and_add(*page) for page in twice] == [None, None]
+    else:
+        assert index.check_and_add_many(twice) == [None, None]
+    # what one check keeps: the exact, near (one Redis: simhash -> SHA) and version entries
+    # and the host's page count (in Redis), 4 band records
+    kept = {MemoryContentIndex: (3, 0), RedisContentIndex: (4, 4 * 8), ClusterContentIndex: (3, 4 * 24)}
+    assert size(index)[:2] == kept[type(index)]
