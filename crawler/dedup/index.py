@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 from redis import Redis
 
+from crawler.context.keys import CrawlKeys
 from crawler.dedup.simhash import NearDupIndex, blocks, nearest
 
 # (sha-256 digest, simhash, url, host, near): the arguments of check_and_add
@@ -137,7 +138,7 @@ class RedisContentIndex:
         if not 0 <= max_distance <= 3:
             raise ValueError(f"SIMHASH_MAX_DISTANCE must be 0..3, got {max_distance}")
         self.redis = client
-        self.prefix = f"crawl:{{{crawl_id}}}:content:"
+        self.prefix = CrawlKeys(crawl_id).key("content:")
         self.max_distance = max_distance
         self._script = client.register_script(_CHECK_AND_ADD)
 

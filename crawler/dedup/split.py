@@ -42,6 +42,7 @@ from redis import RedisError
 from redis.exceptions import ClusterError, NoScriptError
 
 from crawler import defaults
+from crawler.context.keys import tagged
 from crawler.dedup.index import Match, PageKeys, judge, lua, packed_fingerprints
 from crawler.dedup.simhash import blocks, nearest
 from crawler.frontier.backends.redis.cluster import shard_tags
@@ -84,7 +85,7 @@ class ClusterContentIndex:
         if not 0 <= max_distance <= 3:
             raise ValueError(f"SIMHASH_MAX_DISTANCE must be 0..3, got {max_distance}")
         self.redis = client
-        self.prefixes = [f"crawl:{{{tag}}}:content:" for tag in tags]
+        self.prefixes = [tagged(tag) + "content:" for tag in tags]
         self.max_distance = max_distance
 
     def _exact_key(self, sha: bytes) -> str:
