@@ -6,8 +6,8 @@
 robots_crawl_delay = object()
 
 #: A host may not be fetched before ``until`` (Unix time), e.g. its robots.txt is
-#: unreachable. A receiver that will hold the host's requests until then returns True;
-#: the sender then hands the request back instead of dropping it.
+#: unreachable. The frontier holds the host until then; a request it leased (it carries
+#: ``LEASE_META``) is handed back to it instead of dropped.
 host_unavailable = object()
 
 #: robots.txt lists sitemaps: ``sitemaps`` (URLs, in file order), ``robots_url``.
@@ -15,8 +15,8 @@ host_unavailable = object()
 sitemaps_found = object()
 
 #: The robots.txt of ``host`` was just fetched, in ``seconds``: that was a fetch from the
-#: host. A receiver that will hold the host for the politeness gap after it returns True;
-#: the sender then hands the waiting request back instead of fetching the page at once.
+#: host. The frontier holds the host for the politeness gap after it; a request it leased
+#: (``LEASE_META``) is handed back to wait it out instead of fetched at once.
 robots_fetched = object()
 
 #: Host ``host``'s pages are mostly duplicates: the frontier sends its queued URLs to the

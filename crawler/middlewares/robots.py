@@ -161,18 +161,19 @@ class RobotsMiddleware:
         entry, fetched = await self._entry(origin)
         if entry.rules.allowed(request.url):
             if fetched:
-                # robots.txt was this host's fetch: the page waits out the gap after it.
-                results = self.crawler.signals.send_catch_log(
+                # robots.txt was this host's fetch: the frontier holds the host for the gap
+                # after it, and a URL it leased (LEASE_META) goes back to wait it out.
+                self.crawler.signals.send_catch_log(
                     crawler_signals.robots_fetched, host=parts.hostname, seconds=time.monotonic() - started
                 )
-                if any(result is True for _, result in results):
+                if LEASE_META in request.meta:
                     return request.replace(dont_filter=True)
             return None
         if entry.rules.kind == "disallow_all" and entry.failures < self.retry_times:
-            results = self.crawler.signals.send_catch_log(
+            self.crawler.signals.send_catch_log(
                 crawler_signals.host_unavailable, host=parts.hostname, until=entry.expires
             )
-            if any(result is True for _, result in results):
+            if LEASE_META in request.meta:  # the frontier holds the host until then: back to it
                 self.stats.inc_value("robotstxt/deferred")
                 return request.replace(dont_filter=True)
         if entry.rules.kind == "disallow_all" and LEASE_META in request.meta:

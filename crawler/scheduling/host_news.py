@@ -32,15 +32,13 @@ class HostNews:
     def crawl_delay(self, host: str, delay: float) -> None:
         self.client.set_crawl_delay(host, delay)
 
-    def robots_fetched(self, host: str, seconds: float) -> bool:
+    def robots_fetched(self, host: str, seconds: float) -> None:
         """robots.txt was the host's fetch: its next one waits the policy's gap."""
         self.client.defer(host, time.time() + self.policy.adaptive_gap(seconds))
-        return True
 
     def demoted(self, host: str, margin: int) -> None:
         self.client.demote(host, margin)
 
-    def unavailable(self, host: str, until: float) -> bool:
-        """Hold the host's URLs until ``until``; True: its requests may come back to us."""
+    def unavailable(self, host: str, until: float) -> None:
+        """Hold the host's URLs until ``until``."""
         self.client.defer(host, until)
-        return True
