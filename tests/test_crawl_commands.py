@@ -169,3 +169,33 @@ def test_a_project_spiders_crawl_in_use_is_refused_the_same_way(tmp_path):
         frontier.close()
     assert done.returncode == 2, done.stderr[-3000:]
     assert f"crawl {crawl_id} is running in process {os.getpid()}" in done.stderr
+
+
+SCRIPT = """
+import sys
+from scrapy.crawler import CrawlerProcess
+from crawler.spiders.web import WebSpider
+
+process = CrawlerProcess({"ADDONS": {"crawler.addon.PoliteCrawler": 0}, "CRAWL_ID": sys.argv[1],
+                          "DATA_DIR": sys.argv[2], "LOG_LEVEL": "INFO"})
+crawler = process.create_crawler(WebSpider)
+process.crawl(crawler, seeds="http://127.0.0.1:9/")
+process.start()
+print("finish_reason", crawler.stats.get_value("finish_reason"))
+"""
+
+
+def test_a_crawl_in_use_started_from_a_script_ends_with_one_error_line(tmp_path):
+    crawl_id = "busy-script"
+    frontier = EmbeddedFrontier(tmp_path / "crawl-state" / crawl_id / "frontier.sqlite")
+    try:
+        done = subprocess.run([sys.executable, "-c", SCRIPT, crawl_id, str(tmp_path)], cwd=tmp_path,
+                              env=_env(), capture_output=True, text=True, timeout=120)
+    finally:
+        frontier.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and f"Crawl {crawl_id} is running in process {os.getpid()}" in errors[0], \
+        done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    assert "finish_reason crawl_state_in_use" in done.stdout

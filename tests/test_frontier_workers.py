@@ -9,7 +9,7 @@ import pytest
 import redis
 from frontier_cases import POLICY, claim, entry, finish
 
-from crawler.frontier.api import Fetch, fetch_seconds_counts
+from crawler.frontier.api import CrawlStateInUse, Fetch, fetch_seconds_counts
 from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
 from crawler.frontier.backends.embedded.store import read_counts
 from crawler.frontier.backends.redis.cluster import ClusterFrontier
@@ -116,7 +116,7 @@ def test_a_worker_that_leaves_gives_its_leases_back_at_once(redis_url):
 
 def test_two_processes_cannot_share_one_embedded_crawl_state(tmp_path):
     first = EmbeddedFrontier(tmp_path / "frontier.sqlite")
-    with pytest.raises(RuntimeError, match="in use by another process"):
+    with pytest.raises(CrawlStateInUse, match="in use by another process"):
         EmbeddedFrontier(tmp_path / "frontier.sqlite")
     first.close()
     EmbeddedFrontier(tmp_path / "frontier.sqlite").close()

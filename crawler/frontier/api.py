@@ -23,6 +23,15 @@ class FrontierUnavailable(Exception):
     backend raises this, never its client library's errors."""
 
 
+class CrawlStateInUse(Exception):
+    """Another process holds this crawl's local state (the embedded frontier's lock): a
+    second crawl of the same crawl id is refused before anything is fetched."""
+
+    def __init__(self, state_dir: str) -> None:
+        super().__init__(f"crawl state {state_dir} is in use by another process")
+        self.state_dir = state_dir
+
+
 @dataclass
 class Entry:
     """A URL offered to the frontier."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -16,7 +17,14 @@ from twisted.python.failure import Failure
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.context.crawl import CrawlContext
-from crawler.frontier.api import Fetch, Frontier, Revisit, SharedFrontier, fetch_seconds_counts
+from crawler.frontier.api import (
+    CrawlStateInUse,
+    Fetch,
+    Frontier,
+    Revisit,
+    SharedFrontier,
+    fetch_seconds_counts,
+)
 from crawler.frontier.policy import PriorityLevels, RetryPolicy, beat_interval
 from crawler.items import Page
 from crawler.scheduling.codec import (
@@ -34,6 +42,7 @@ from crawler.scheduling.hostkeys import PolitenessKeys
 from crawler.scheduling.intake import Intake
 from crawler.scheduling.leases import LeaseBook
 from crawler.scheduling.link import FrontierLink
+from crawler.scheduling.refused import RefusedScheduler
 from crawler.scheduling.store_room import StoreRoom
 from crawler.scheduling.timers import EarliestCall
 from crawler.scheduling.upkeep import (
@@ -140,11 +149,20 @@ class FrontierScheduler(BaseScheduler):
             crawler.signals.connect(handler, signal=signal)
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
+    def from_crawler(cls, crawler: Crawler) -> FrontierScheduler | RefusedScheduler:
         s = crawler.settings
         crawl_id = CrawlContext.of(crawler).crawl_id
         levels = PriorityLevels(s.getint("FRONTIER_PRIORITY_LEVELS", defaults.FRONTIER_PRIORITY_LEVELS))
-        frontier = open_frontier(s, crawl_id, levels)
+        try:
+            frontier = open_frontier(s, crawl_id, levels)
+        except CrawlStateInUse as refusal:
+            from crawler.commands import lock_holder, process_command  # the command line says the same
+
+            holder = lock_holder(Path(refusal.state_dir) / "frontier.sqlite") or "another process"
+            logger.error("Crawl %s is running in %s, nothing was fetched: wait for it to end, or set "
+                         "CRAWL_ID to another id to run a second crawl of the same seeds", crawl_id,
+                         process_command(holder))
+            return RefusedScheduler(crawler)
         if s.getfloat("DOWNLOAD_DELAY") or s.getbool("AUTOTHROTTLE_ENABLED"):
             logger.warning("FrontierScheduler keeps politeness itself: set DOWNLOAD_DELAY = 0 and "
                            "AUTOTHROTTLE_ENABLED = False, or Scrapy adds delays of its own.")

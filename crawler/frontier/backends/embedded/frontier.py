@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
-from crawler.frontier.api import Claim, Entry, Fetch
+from crawler.frontier.api import Claim, CrawlStateInUse, Entry, Fetch
 from crawler.frontier.backends.embedded.controls import HostControls
 from crawler.frontier.backends.embedded.hosts import Group, Host, Lease, ReadyHosts
 from crawler.frontier.backends.embedded.parked import ParkedUrls
@@ -68,8 +68,7 @@ class EmbeddedFrontier(HostControls, ParkedUrls, EmbeddedReporting):
                 fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 self._lock.close()
-                raise RuntimeError(f"crawl state {self.db_path.parent} is in use by another process; "
-                                   "set another CRAWL_ID or FRONTIER_DIR to run a second crawl") from None
+                raise CrawlStateInUse(str(self.db_path.parent)) from None
         self.db = sqlite3.connect(str(path), isolation_level="DEFERRED", check_same_thread=False)
         self.db.executescript(
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=67108864;"
