@@ -69,9 +69,10 @@ def _json_safe(mapping: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 # Request.to_dict values that are the constructor's defaults: left out of the JSON.
-_DEFAULTS = {"callback": None, "errback": None, "headers": {}, "body": "", "cookies": {}, "meta": {},
-             "encoding": "utf-8", "cb_kwargs": {}, "dont_filter": False, "method": "GET",
-             "priority": 0, "flags": []}
+_DEFAULTS: dict[str, object] = {
+    "callback": None, "errback": None, "headers": {}, "body": "", "cookies": {}, "meta": {},
+    "encoding": "utf-8", "cb_kwargs": {}, "dont_filter": False, "method": "GET", "priority": 0, "flags": [],
+}
 
 
 def request_to_json(request: Request, spider: Spider | None) -> tuple[str, list[str]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -32,7 +32,7 @@ def open_frontier(s: BaseSettings, crawl_id: str, levels: PriorityLevels) -> Fro
         max_delay=s.getfloat("POLITENESS_MAX_DELAY", defaults.POLITENESS_MAX_DELAY),
         backoff_max=s.getfloat("POLITENESS_BACKOFF_MAX", defaults.POLITENESS_BACKOFF_MAX),
     )
-    common = {
+    common: dict[str, Any] = {
         "policy": policy,
         "levels": levels,
         "budget": HostBudget(s.getint("HOST_PAGE_BUDGET", defaults.HOST_PAGE_BUDGET)),

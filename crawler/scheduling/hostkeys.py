@@ -35,7 +35,8 @@ class PolitenessKeys:
                     from twisted.internet import reactor  # the crawl's reactor, its resolver
 
                     d = reactor.resolve(name)
-                    d.addCallbacks(self._resolved, self._unresolved, (name,), None, (name,))
+                    d.addCallbacks(self._resolved, self._unresolved,
+                                   callbackArgs=(name,), errbackArgs=(name,))
             else:
                 self.client.set_politeness_key(name, name)
 

@@ -31,18 +31,18 @@ def run_steps(frontier: Frontier, steps: list[Step]) -> tuple[list[tuple[bool, A
     i = 0
     while i < len(steps):
         step = steps[i]
-        run = [step] if not isinstance(step, AddStep) else _adds_from(steps, i)
+        adds = _adds_from(steps, i) if isinstance(step, AddStep) else []
         try:
             if isinstance(step, AddStep):
-                added = iter(frontier.add([e for add in run for e in add.entries], step.force))
-                results += [(True, [next(added) for _ in add.entries]) for add in run]
+                added = iter(frontier.add([e for add in adds for e in add.entries], step.force))
+                results += [(True, [next(added) for _ in add.entries]) for add in adds]
             else:
                 results.append((True, step(frontier)))
         except FrontierUnavailable as error:
             return results, error
         except Exception:  # one bad step must not hold up the others
-            results += [(False, Failure())] * len(run)
-        i += len(run)
+            results += [(False, Failure())] * max(1, len(adds))
+        i += max(1, len(adds))
     return results, None
 
 

@@ -148,8 +148,10 @@ class FrontierScheduler(BaseScheduler):
         ):
             crawler.signals.connect(handler, signal=signal)
 
+    # Scrapy types from_crawler as returning the class itself; a crawl whose state another
+    # process holds gets the RefusedScheduler instead, which closes it at once.
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> FrontierScheduler | RefusedScheduler:
+    def from_crawler(cls, crawler: Crawler) -> FrontierScheduler | RefusedScheduler:  # type: ignore[override]
         s = crawler.settings
         crawl_id = CrawlContext.of(crawler).crawl_id
         levels = PriorityLevels(s.getint("FRONTIER_PRIORITY_LEVELS", defaults.FRONTIER_PRIORITY_LEVELS))
@@ -223,7 +225,9 @@ class FrontierScheduler(BaseScheduler):
         outbox = self.link.outbox
         if await outbox.drain():
             self._upkeeping = False
-            await self._housekeeping()
+            last = self._housekeeping()
+            if last is not None:
+                await last
             # The leases still held go back now, for the workers that go on (holds kept).
             await self.link.run(self.frontier.leave, time.time(), self.retry)
             if not self.persist and isinstance(self.frontier, SharedFrontier):
@@ -405,5 +409,4 @@ class FrontierScheduler(BaseScheduler):
     def _key_new_hosts(self) -> None:
         """With ``POLITENESS_PER_IP``, resolve each new host; it is held until then."""
         if self.frontier.new_hosts:  # a peek: the list is taken in the thread that fills it
-            self.link.run(take_new_hosts, self.frontier).addCallbacks(
-                lambda names: names and self.keys.resolve(names), self.link.failed)
+            self.link.run(take_new_hosts, self.frontier).addCallbacks(self.keys.resolve, self.link.failed)
