@@ -10,8 +10,6 @@ the same, step by step.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 from frontier_cases import entry
 
@@ -132,9 +130,10 @@ def test_the_tables_say_something(make_frontier):
     """A trace with claims in it: no table passes by claiming nothing on every backend."""
     if make_frontier.backend != "embedded":
         pytest.skip("the tables are checked once")
-    claimed: Callable[[list[object]], int] = lambda trace: sum(
-        1 if isinstance(x, str) else len(x) if isinstance(x, list) and x and isinstance(x[0], str) else 0
-        for x in trace)
+    def claimed(trace: list[object]) -> int:
+        return sum(1 if isinstance(x, str) else len(x) if isinstance(x, list) and x and isinstance(x[0], str)
+                   else 0 for x in trace)
+
     for options, steps in TABLES.values():
         frontier = EmbeddedFrontier(":memory:", **{"policy": POLICY, "levels": LEVELS, **options})
         assert claimed(run(frontier, steps)) >= 2

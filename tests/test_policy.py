@@ -6,6 +6,7 @@ from email.utils import formatdate
 
 import pytest
 
+from crawler.frontier.failure import FailureKind
 from crawler.frontier.policy import (
     HostBudget,
     HostTimes,
@@ -125,7 +126,7 @@ def test_the_retry_chain_waits_each_delay_in_turn_then_gives_up():
     from crawler.frontier.policy import RetryPolicy
 
     chain = RetryPolicy.parse("1,2,4")
-    delays = [chain.delay_after(n, "TimeoutError: took too long") for n in (1, 2, 3, 4)]
+    delays = [chain.delay_after(n, FailureKind.UNREACHABLE) for n in (1, 2, 3, 4)]
     assert delays == [1.0, 2.0, 4.0, None]
 
 
@@ -133,18 +134,17 @@ def test_a_name_that_does_not_exist_is_confirmed_once_past_the_negative_cache_th
     from crawler.frontier.policy import RetryPolicy
 
     chain = RetryPolicy.parse("1,2,4", confirm_after=60.0)
-    reason = "DNSLookupError: DNS lookup failed: gone.test: NXDOMAIN"
-    assert chain.delay_after(1, reason) == 60.0  # the resolver asks again, not its cache
-    assert chain.delay_after(2, reason) is None
-    assert RetryPolicy.parse("90", confirm_after=60.0).delay_after(1, reason) == 90.0
+    kind = FailureKind.PERMANENT  # DNSLookupError: DNS lookup failed: gone.test: NXDOMAIN
+    assert chain.delay_after(1, kind) == 60.0  # the resolver asks again, not its cache
+    assert chain.delay_after(2, kind) is None
+    assert RetryPolicy.parse("90", confirm_after=60.0).delay_after(1, kind) == 90.0
 
 
 def test_a_failure_already_retried_by_its_reporter_is_a_dead_letter_at_once():
-    from crawler.frontier.policy import RetryPolicy, is_exhausted
+    from crawler.frontier.policy import RetryPolicy
 
-    reason = "RobotsUnreachable: robots.txt of http://a.test gave no rules (5xx) in 4 attempts"
-    assert is_exhausted(reason) and not is_exhausted("TimeoutError: took too long")
-    assert RetryPolicy.parse("1,2,4").delay_after(1, reason) is None
+    assert RetryPolicy.parse("1,2,4").delay_after(1, FailureKind.EXHAUSTED) is None
+    assert RetryPolicy.parse("1,2,4").delay_after(1, FailureKind.TRANSIENT) == 1.0
 
 
 def test_a_demoted_host_keeps_what_it_fetched_plus_a_margin_under_the_crawl_budget():

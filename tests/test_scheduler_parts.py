@@ -17,6 +17,7 @@ from crawler import signals as crawler_signals
 from crawler.frontier.api import Entry, Fetch, FrontierUnavailable
 from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
 from crawler.frontier.backends.redis.shard_steps import ShardPauses
+from crawler.frontier.failure import FailureKind, FetchFailure
 from crawler.frontier.outages import OutageNotices
 from crawler.frontier.policy import PolitenessPolicy
 from crawler.scheduling.calls import InlineCalls
@@ -35,14 +36,14 @@ def test_the_lease_book_sorts_finished_requests_by_how_their_lease_ends():
     running, done, failed, kept, uploading = (Request(f"http://a.test/{i}") for i in range(5))
     for i, request in enumerate((running, done, failed, kept, uploading)):
         book.hand_out(request, i, 100 + i)
-    failed.meta[FAILED_META] = "callback: boom"
+    failed.meta[FAILED_META] = FetchFailure(FailureKind.TRANSIENT, "callback: boom")
     kept.meta["frontier_keep_lease"] = True
     book.page_stored(uploading, ["warc/a", "meta/a"])
     book.page_judged((1, 101), {"next_visit": 5.0})
     book.page_judged((2, 102), {"next_visit": 5.0})
     finished = book.finished({running})
     assert [fp for _, fp, _ in finished.done] == [1]
-    assert [(fp, reason) for _, fp, _, reason in finished.failed] == [(2, "callback: boom")]
+    assert [(fp, str(failure)) for _, fp, _, failure in finished.failed] == [(2, "callback: boom")]
     assert finished.kept == 1 and len(book) == 1 and book.awaiting_store == 1
     assert sorted(book.leases()) == [(0, 100), (4, 104)]
     assert book.revisit_state((1, 101)) == {"next_visit": 5.0}

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
 from crawler import defaults
+from crawler.frontier.failure import FailureKind
 
 #: Statuses by which a server says "too much": they double the host's backoff.
 BACKOFF_STATUSES = frozenset({429, 503})
@@ -211,38 +212,6 @@ def plan_claims(levels: PriorityLevels, cursor: int, due: dict[tuple[int, int], 
     return plan
 
 
-#: Failures that say the host gave no answer at all: it is held as a whole, one probe per
-#: delay of the retry chain, and given up (its URLs dead letters) after the last.
-UNREACHABLE_FAILURES = ("DownloadConnectionRefusedError", "DownloadTimeoutError", "CannotResolveHostError",
-                        "ConnectionRefusedError", "TCPTimedOutError", "TimeoutError", "ConnectError",
-                        "DNSLookupError")
-
-
-def is_unreachable(reason: str) -> bool:
-    """The failure ``reason`` (as the frontier records it) says the host did not answer."""
-    return reason.startswith(UNREACHABLE_FAILURES)
-
-
-#: Failures their reporter has already retried (robots.txt unreachable through every one
-#: of ``ROBOTSTXT_RETRY_TIMES`` attempts): a dead letter at once, with the host's queue.
-EXHAUSTED_FAILURES = ("RobotsUnreachable",)
-
-
-def is_exhausted(reason: str) -> bool:
-    """The failure ``reason`` ends the host's tries: no retry chain after it."""
-    return reason.startswith(EXHAUSTED_FAILURES)
-
-
-#: Failures that no wait mends (a name that does not exist): tried once more to confirm,
-#: past the resolver's negative cache, then a dead letter.
-PERMANENT_FAILURES = ("NXDOMAIN",)
-
-
-def is_permanent(reason: str) -> bool:
-    """The failure ``reason`` is one no wait mends: confirmed once, then the host's end."""
-    return any(marker in reason for marker in PERMANENT_FAILURES)
-
-
 @dataclass(frozen=True)
 class RetryPolicy:
     """The retry chain of a URL whose fetch or processing failed (seed 004): try again
@@ -254,12 +223,12 @@ class RetryPolicy:
     delays: tuple[float, ...] = tuple(float(d) for d in defaults.FRONTIER_RETRY_DELAYS)
     confirm_after: float = defaults.DNS_NEGATIVE_TTL
 
-    def delay_after(self, attempts: int, reason: str = "") -> float | None:
-        """Seconds before the next try after ``attempts`` failures, the last for ``reason``;
+    def delay_after(self, attempts: int, kind: FailureKind = FailureKind.TRANSIENT) -> float | None:
+        """Seconds before the next try after ``attempts`` failures, the last of ``kind``;
         None: a dead letter."""
-        if is_exhausted(reason):
+        if kind is FailureKind.EXHAUSTED:
             return None
-        if is_permanent(reason):
+        if kind is FailureKind.PERMANENT:
             if attempts >= 2 or not self.delays:
                 return None
             return max(self.delays[0], self.confirm_after)

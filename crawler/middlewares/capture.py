@@ -10,6 +10,7 @@ from twisted.python.failure import Failure
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.extract.page import extract_page
+from crawler.frontier.failure import FailureKind, FetchFailure
 from crawler.scheduling.codec import mark_failed
 from crawler.stages import StageClock
 from crawler.store.wire import WIRE_META
@@ -53,7 +54,8 @@ class PageCaptureMiddleware:
         if any(isinstance(result, Failure) for _, result in results):
             # Logged by the signal manager; not stored: an attempt that failed.
             if response.request is not None:  # None only for a response made by hand
-                mark_failed(response.request, "capture: a page component failed")
+                mark_failed(response.request, FetchFailure(FailureKind.TRANSIENT,
+                                                           "capture: a page component failed"))
             self.crawler.stats.inc_value("capture/errors")
         else:
             response.meta.pop(WIRE_META, None)  # its exchange was stored with the page

@@ -6,11 +6,18 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadConnectionRefusedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+)
 from scrapy.utils.misc import load_object
 from scrapy.utils.response import response_status_message
+from twisted.internet import error as twisted_errors
 from twisted.internet.error import DNSLookupError
 
+from crawler.frontier.failure import FailureKind, FetchFailure
 from crawler.net import bad_responses
 from crawler.net.resolver import installed
 from crawler.scheduling.codec import LEASE_META, mark_failed
@@ -22,6 +29,14 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
+
+#: Exceptions that say the host gave no answer at all (their own classes, not subclasses:
+#: a ConnectionLost is an answer cut short). The frontier holds such a host as a whole.
+UNREACHABLE_EXCEPTIONS = frozenset({
+    DownloadConnectionRefusedError, DownloadTimeoutError, CannotResolveHostError,
+    twisted_errors.ConnectionRefusedError, twisted_errors.TCPTimedOutError, twisted_errors.TimeoutError,
+    twisted_errors.ConnectError, DNSLookupError, TimeoutError,
+})
 
 
 class FrontierRetryMiddleware:
@@ -55,14 +70,15 @@ class FrontierRetryMiddleware:
     def _ours(self, request: Request) -> bool:
         return LEASE_META in request.meta and not request.meta.get("dont_retry", False)
 
-    def _fail(self, request: Request, reason: str, stat: str) -> None:
-        mark_failed(request, reason)
+    def _fail(self, request: Request, failure: FetchFailure, stat: str) -> None:
+        mark_failed(request, failure)
         self.stats.inc_value(f"retry/failures/{stat}")
-        raise IgnoreRequest(f"{reason}: the frontier tries {request.url} again later")
+        raise IgnoreRequest(f"{failure.text}: the frontier tries {request.url} again later")
 
     def process_response(self, request: Request, response: Response) -> Response:
         if response.status in self.codes and self._ours(request):
-            self._fail(request, response_status_message(response.status), str(response.status))
+            failure = FetchFailure(FailureKind.TRANSIENT, response_status_message(response.status))
+            self._fail(request, failure, str(response.status))
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> None:
@@ -75,9 +91,13 @@ class FrontierRetryMiddleware:
         if isinstance(exception, self.exceptions) and self._ours(request):
             name = type(exception).__name__
             reason = f"{name}: {exception}"
+            unreachable = type(exception) in UNREACHABLE_EXCEPTIONS
+            kind = FailureKind.UNREACHABLE if unreachable else FailureKind.TRANSIENT
             resolver = installed()
             if isinstance(exception, CannotResolveHostError | DNSLookupError) and resolver is not None:
                 error = resolver.lookup_error(host_key(request.url))
                 if error:
-                    reason += f" ({error})"  # NXDOMAIN: a dead letter once confirmed
-            self._fail(request, reason, name)
+                    reason += f" ({error})"
+                if resolver.name_missing(host_key(request.url)):
+                    kind = FailureKind.PERMANENT  # NXDOMAIN: a dead letter once confirmed
+            self._fail(request, FetchFailure(kind, reason), name)

@@ -24,6 +24,7 @@ from twisted.internet.defer import Deferred
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.context.crawl import CrawlContext
+from crawler.frontier.failure import FailureKind, FetchFailure
 from crawler.iothread import SparedCalls
 from crawler.middlewares.decompression import CUT_FLAG, DECODED_KEEP_PREFIX, DECODED_MAXSIZE
 from crawler.robots.cache import RobotsCachePolicy, RobotsEntry, RobotsLru, SharedRobotsCache
@@ -179,8 +180,9 @@ class RobotsMiddleware:
         if entry.rules.kind == "disallow_all" and LEASE_META in request.meta:
             # Unreachable through every attempt: the frontier keeps the URL as a dead letter.
             self.stats.inc_value("robotstxt/given_up")
-            mark_failed(request, f"RobotsUnreachable: robots.txt of {origin} gave no rules "
-                                 f"({entry.status_class}) in {entry.failures} attempts")
+            mark_failed(request, FetchFailure(
+                FailureKind.EXHAUSTED, f"RobotsUnreachable: robots.txt of {origin} gave no rules "
+                                       f"({entry.status_class}) in {entry.failures} attempts"))
             raise IgnoreRequest(f"robots.txt of {origin} unreachable: {request.url} is a dead letter")
         self.stats.inc_value("robotstxt/forbidden")
         self.stats.inc_value(f"robotstxt/forbidden/{entry.status_class}")

@@ -15,11 +15,13 @@ __all__ = ["DnsAnswer", "DnsCache"]
 
 @dataclass(frozen=True)
 class DnsAnswer:
-    """A name's addresses (A then AAAA), or the error of a failed lookup, until ``expires``."""
+    """A name's addresses (A then AAAA), or the error of a failed lookup, until ``expires``;
+    ``missing``: DNS said the name does not exist (NXDOMAIN)."""
 
     addresses: tuple[str, ...]
     expires: float
     error: str | None = None
+    missing: bool = False
 
 
 class DnsCache:
@@ -56,9 +58,9 @@ class DnsCache:
         ttl = min(self.max_ttl, max(self.min_ttl, ttl))
         return self._keep(name, DnsAnswer(tuple(addresses), now + ttl))
 
-    def put_failure(self, name: str, error: str, now: float) -> DnsAnswer:
+    def put_failure(self, name: str, error: str, now: float, missing: bool = False) -> DnsAnswer:
         """Keep a failed lookup for ``negative_ttl`` seconds."""
-        return self._keep(name, DnsAnswer((), now + self.negative_ttl, error))
+        return self._keep(name, DnsAnswer((), now + self.negative_ttl, error, missing))
 
     def _keep(self, name: str, answer: DnsAnswer) -> DnsAnswer:
         if self.size <= 0:

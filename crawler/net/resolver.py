@@ -79,9 +79,16 @@ def nameserver(spec: str) -> dns.nameserver.Do53Nameserver:
     return dns.nameserver.Do53Nameserver(address, number)
 
 
+_NXDOMAIN = "NXDOMAIN"
+
+
+class NameMissing(DNSLookupError):
+    """DNS said the name does not exist (NXDOMAIN): no wait mends it."""
+
+
 def _error_kind(error: BaseException) -> str:
     if isinstance(error, dns.resolver.NXDOMAIN):
-        return "NXDOMAIN"
+        return _NXDOMAIN
     if isinstance(error, dns.exception.Timeout):
         return "timeout"
     if isinstance(error, dns.resolver.NoNameservers):
@@ -210,6 +217,11 @@ class GuardedResolver:
         reasons = [self.policy.check(host, a, port) for a in answer.addresses]
         return None if None in reasons else reasons[0]
 
+    def name_missing(self, host: str) -> bool:
+        """Whether DNS said ``host`` does not exist (NXDOMAIN), while that answer is cached."""
+        answer = self.cache.get(canonical_host(host), self.clock())
+        return answer is not None and answer.missing
+
     def lookup_error(self, host: str) -> str | None:
         """Why ``host`` did not resolve (``NXDOMAIN``, ``timeout``...) while that failure
         is cached, else None: Twisted reports every failed lookup alike."""
@@ -239,7 +251,8 @@ class GuardedResolver:
         self._wake(name, self.cache.put(name, addresses, ttl, self.clock()))
 
     def _failed(self, failure: Failure, name: str) -> None:
-        self._wake(name, self.cache.put_failure(name, failure.getErrorMessage(), self.clock()))
+        self._wake(name, self.cache.put_failure(name, failure.getErrorMessage(), self.clock(),
+                                                missing=failure.check(NameMissing) is not None))
 
     def _wake(self, name: str, answer: DnsAnswer) -> None:
         for waiter in self._pending.pop(name, []):
@@ -277,6 +290,8 @@ class GuardedResolver:
                 addresses += [record.address for record in answer.rrset]
                 ttls.append(answer.chaining_result.minimum_ttl)
         if not addresses:
+            if errors and isinstance(errors[0], dns.resolver.NXDOMAIN):
+                raise NameMissing(_NXDOMAIN)
             raise DNSLookupError(_error_kind(errors[0]) if errors else "no address")
         return addresses, min(ttls)
 

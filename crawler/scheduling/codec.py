@@ -8,6 +8,8 @@ from typing import Any
 from scrapy import Request, Spider
 from scrapy.utils.request import request_from_dict
 
+from crawler.frontier.failure import FetchFailure
+
 #: request.meta: (fingerprint, lease token) of the URL the frontier handed out.
 LEASE_META = "_frontier_lease"
 #: request.meta: why the URL failed (fetch or processing); the frontier retries it later.
@@ -35,9 +37,10 @@ def requeue(request: Request) -> None:
     request.meta[REQUEUE_META] = True
 
 
-def mark_failed(request: Request, reason: str) -> None:
-    """The URL of ``request`` failed (fetch or processing): its frontier retries it."""
-    request.meta.setdefault(FAILED_META, reason)
+def mark_failed(request: Request, failure: FetchFailure) -> None:
+    """The URL of ``request`` failed (fetch or processing): its frontier retries it. The
+    first failure marked is the one that counts."""
+    request.meta.setdefault(FAILED_META, failure)
 
 
 # Meta keys set for one fetch; meaningless once the request is stored.

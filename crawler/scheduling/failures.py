@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scrapy.utils.asyncio import call_later
 
-from crawler.frontier.policy import RetryPolicy, is_exhausted, is_permanent, is_unreachable
+from crawler.frontier.failure import FailureKind, FetchFailure
+from crawler.frontier.policy import RetryPolicy
 from crawler.scheduling.codec import ATTEMPTS_META, mark_failed, request_to_json, requeue
 from crawler.store.space import StoreFull
 from crawler.urls.keys import host_key
@@ -31,7 +32,7 @@ class _Failure(NamedTuple):
     fp: int
     token: int
     data: str  # the request as stored, its attempts included
-    reason: str
+    failure: FetchFailure
     attempts: int
     now: float
     host: str
@@ -59,7 +60,8 @@ class FailureChain:
         self.report = report
         self.given_up: set[str] = set()  # hosts whose queues went to the dead letters
 
-    def failed(self, request: Request, fp: int, token: int, reason: str, spider: Spider | None) -> None:
+    def failed(self, request: Request, fp: int, token: int, failure: FetchFailure,
+               spider: Spider | None) -> None:
         """The URL failed (fetch, callback, pipeline or store): retry it after the next
         delay of the chain, durably in the frontier, or give it up as a dead letter. A
         host that gave no answer is held as a whole, one probe per delay of the chain,
@@ -67,20 +69,21 @@ class FailureChain:
         attempts = request.meta.get(ATTEMPTS_META, 0) + 1
         request.meta[ATTEMPTS_META] = attempts
         data, _ = request_to_json(request, spider)
-        failure = _Failure(request.url, fp, token, data, reason, attempts, time.time(),
-                           host_key(request.url))
-        if is_unreachable(reason) and not is_permanent(reason):
-            self.client.unanswered(failure.host).addCallback(self.decide, failure)
+        failed = _Failure(request.url, fp, token, data, failure, attempts, time.time(),
+                          host_key(request.url))
+        if failure.kind is FailureKind.UNREACHABLE:
+            self.client.unanswered(failed.host).addCallback(self.decide, failed)
         else:
-            self.decide(0, failure)
+            self.decide(0, failed)
 
     def decide(self, unanswered: int, failure: _Failure) -> None:
         """Retry or give up ``failure``, its host's run of unanswered fetches now ``unanswered``."""
-        url, fp, token, data, reason, attempts, now, host = failure
-        delay = self.retry.delay_after(attempts, reason)
+        url, fp, token, data, why, attempts, now, host = failure
+        reason = why.text
+        delay = self.retry.delay_after(attempts, why.kind)
         if unanswered and delay is not None:
             delay = self.hold(host, reason, unanswered, now)
-        if delay is None and (is_exhausted(reason) or is_permanent(reason)
+        if delay is None and (why.kind in (FailureKind.EXHAUSTED, FailureKind.PERMANENT)
                               or unanswered > len(self.retry.delays)):
             # Its queue goes first: the report of this fetch frees the host, and a claim
             # run between the two would fetch a URL of a host given up.
@@ -137,7 +140,8 @@ class FailureChain:
     def item_error(self, response: Response, failure: Any) -> None:
         """A page that failed in the pipelines is not stored: an attempt that failed."""
         if response is not None and response.request is not None:
-            mark_failed(response.request, f"pipeline: {failure.getErrorMessage()}")
+            mark_failed(response.request, FetchFailure(FailureKind.TRANSIENT,
+                                                       f"pipeline: {failure.getErrorMessage()}"))
 
     def item_dropped(self, item: Any, response: Response, exception: BaseException) -> None:
         """A page not stored because the store has no room: queued again at once, not an
@@ -148,7 +152,8 @@ class FailureChain:
     def spider_error(self, failure: Any, response: Response) -> None:
         """The callback raised: an attempt that failed (a poison page ends as a dead letter)."""
         if response is not None and response.request is not None:
-            mark_failed(response.request, f"callback: {failure.type.__name__}: {failure.getErrorMessage()}")
+            mark_failed(response.request, FetchFailure(
+                FailureKind.TRANSIENT, f"callback: {failure.type.__name__}: {failure.getErrorMessage()}"))
 
     def promote_due_retries(self) -> None:
         """A retry of ours falls due now (housekeeping promotes the others' too)."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from scrapy import Request
 
+from crawler.frontier.failure import FetchFailure
 from crawler.scheduling.codec import FAILED_META, KEEP_LEASE_META, REQUEUE_META
 from crawler.store.durable import BATCH_PREFIX
 
@@ -20,7 +21,7 @@ class Finished:
     """Leases whose requests the engine is done with, sorted by how each ends."""
 
     done: list[tuple[Request, int, int]] = field(default_factory=list)  # ack or revisit
-    failed: list[tuple[Request, int, int, str]] = field(default_factory=list)  # retry chain
+    failed: list[tuple[Request, int, int, FetchFailure]] = field(default_factory=list)  # retry chain
     kept: int = 0  # not stored on purpose (max_pages): fetched again on resume
     requeued: list[tuple[Request, int, int]] = field(default_factory=list)  # store full: queued again
 
@@ -86,8 +87,8 @@ class LeaseBook:
             elif request.meta.get(REQUEUE_META):
                 out.requeued.append(entry)
                 self._revisit_states.pop((fp, token), None)
-            elif reason := request.meta.get(FAILED_META):
-                out.failed.append((request, fp, token, reason))
+            elif failure := request.meta.get(FAILED_META):
+                out.failed.append((request, fp, token, failure))
                 self._revisit_states.pop((fp, token), None)
             elif request.meta.get(KEEP_LEASE_META):
                 out.kept += 1

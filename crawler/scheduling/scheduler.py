@@ -334,8 +334,8 @@ class FrontierScheduler(BaseScheduler):
         if in_progress is None or not len(self.leases):
             return
         finished = self.leases.finished(in_progress)
-        for request, fp, token, reason in finished.failed:
-            self.failures.failed(request, fp, token, reason, self.spider)
+        for request, fp, token, failure in finished.failed:
+            self.failures.failed(request, fp, token, failure, self.spider)
         for request, fp, token in finished.requeued:  # not a failure: its attempts not spent
             self.link.client.requeue(fp, token, request_to_json(request, self.spider)[0])
         if finished.kept:
