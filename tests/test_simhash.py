@@ -177,6 +177,11 @@ def test_word_normalisation_equals_str_split_for_every_kind_of_whitespace():
     texts = [*spaces, *lookalikes, "a" + spaces + "b", "\ud800 lone surrogate"]
     texts += ["".join(rng.choices(alphabet, k=rng.randint(0, 12))) for _ in range(3000)]
     texts += ["".join(rng.choices(alphabet + "\n", k=rng.randint(150, 260))) for _ in range(300)]
+    # The crawler's own form (one space between words, lines of blocks), short lines and
+    # paragraphs, with digits and characters whose case folding is longer (ß, İ, ﬃ).
+    words = ("ß12", "\u0130", "a9", "x", "0", "\ufb037", "\u0663")
+    texts += ["\n".join(" ".join(rng.choices(words, k=rng.randint(1, 90))) for _ in range(rng.randint(1, 6)))
+              for _ in range(300)]
     for text in texts:
         lines = text.split("\n")
         masked = "\n".join(line if len(line) >= 200 else re.sub("[0-9]", "0", line) for line in lines)

