@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
@@ -146,6 +146,7 @@ class RevisitPolicy:
     waste_cost: float = defaults.REVISIT_WASTE_COST
     evidence: int = defaults.REVISIT_EVIDENCE
     jitter: float = defaults.REVISIT_JITTER
+    chooser: GapChooser = field(init=False, repr=False, compare=False)  # set by __post_init__
 
     def __post_init__(self) -> None:
         if not 0 < self.min_interval <= self.interval <= self.max_interval:

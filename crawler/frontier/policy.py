@@ -104,7 +104,8 @@ class HostBudget:
         one), never past this budget. Demoted again (it still gave new pages), it gets the
         margin again from where it is."""
         more = max(1, margin)
-        return min(more, self.left(claimed)) if self.pages else more
+        left = self.left(claimed)
+        return more if left is None else min(more, left)
 
 
 #: FRONTIER_PRIORITY_LEVELS at most: the level cycle (2 ** levels - 1 positions) goes to
