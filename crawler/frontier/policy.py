@@ -245,7 +245,7 @@ class RetryPolicy:
         return self.delays[min(unanswered, len(self.delays)) - 1]
 
     @classmethod
-    def parse(cls, value: str | list | tuple,
+    def parse(cls, value: str | Sequence[float | str],
               confirm_after: float = defaults.DNS_NEGATIVE_TTL) -> RetryPolicy:
         """From ``FRONTIER_RETRY_DELAYS``: a comma list (``"1,2,4"``) or a list of seconds."""
         parts = value.split(",") if isinstance(value, str) else list(value)
