@@ -180,7 +180,7 @@ def test_state_survives_a_crash_and_leases_are_requeued(make_frontier, tmp_path)
     f.commit()
     f.add([entry("http://a.test/lost")])  # not committed: lost with the process
     f.db.close()  # the process dies: the open transaction is lost, as in a kill -9,
-    f._lock.close()  # ...and its lock on the crawl state goes with it
+    f.store.lock.close()  # ...and its lock on the crawl state goes with it
     again = make_frontier(path=path)
     assert again.queued == 2  # the leased URL and the one never fetched
     assert again.counters["leases/recovered"] == 1

@@ -107,7 +107,8 @@ class GapChooser:
         """Expected value per unit of time of each gap, weight x freshness kept minus what
         the fetches cost, for a page whose rate has the weights ``belief`` over
         :attr:`rates` (a matrix of beliefs, one a row, gives one row of values each)."""
-        return np.asarray(belief) @ (weight * self._fresh - self._cost)
+        values: np.ndarray = np.asarray(belief) @ (weight * self._fresh - self._cost)
+        return values
 
     def best_gap(self, belief: Sequence[float] | np.ndarray, weight: float = 1.0) -> float:
         """The gap of most expected value for a page whose rate has the weights ``belief``

@@ -22,9 +22,10 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 from crawler import defaults
 from crawler.freshness.change_rate import Evidence, GapChooser
@@ -57,11 +58,11 @@ class RevisitState:
     # (the time since a Poisson page's last change is ~ Exp(l) too): evidence from day 0.
     first_age: float | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict | None) -> RevisitState | None:
+    def from_dict(cls, data: dict[str, Any] | None) -> RevisitState | None:
         """The state stored in a request's meta; None when absent or unreadable."""
         if not isinstance(data, dict):
             return None
@@ -146,6 +147,7 @@ class RevisitPolicy:
     waste_cost: float = defaults.REVISIT_WASTE_COST
     evidence: int = defaults.REVISIT_EVIDENCE
     jitter: float = defaults.REVISIT_JITTER
+    chooser: GapChooser = field(init=False, repr=False, compare=False)  # set by __post_init__
 
     def __post_init__(self) -> None:
         if not 0 < self.min_interval <= self.interval <= self.max_interval:

@@ -104,7 +104,8 @@ class HostBudget:
         one), never past this budget. Demoted again (it still gave new pages), it gets the
         margin again from where it is."""
         more = max(1, margin)
-        return min(more, self.left(claimed)) if self.pages else more
+        left = self.left(claimed)
+        return more if left is None else min(more, left)
 
 
 #: FRONTIER_PRIORITY_LEVELS at most: the level cycle (2 ** levels - 1 positions) goes to
@@ -244,7 +245,7 @@ class RetryPolicy:
         return self.delays[min(unanswered, len(self.delays)) - 1]
 
     @classmethod
-    def parse(cls, value: str | list | tuple,
+    def parse(cls, value: str | Sequence[float | str],
               confirm_after: float = defaults.DNS_NEGATIVE_TTL) -> RetryPolicy:
         """From ``FRONTIER_RETRY_DELAYS``: a comma list (``"1,2,4"``) or a list of seconds."""
         parts = value.split(",") if isinstance(value, str) else list(value)

@@ -5,6 +5,11 @@ bounded page cache, which a hand-written log would have to reinvent), so a front
 of millions of URLs costs disk, not RAM. In memory: one small record per host and,
 per priority level, a heap of hosts keyed by earliest-allowed time (``embedded_hosts``).
 
+The frontier composes its parts, each given what it needs: the store (``UrlStore``: the
+file, URL rows, counters), the host records (``HostRecords``: hosts, groups, ready heaps,
+leases), per-host controls, parked URLs and reporting; it implements the contract by
+delegating to them.
+
 Crash safety: all writes go through one connection and are committed every
 ``commit_interval`` seconds, in order. A kill -9 loses at most the last interval,
 and what it loses is consistent: a page's ack is never committed before the links
@@ -14,26 +19,29 @@ found again. URLs leased by a dead run are queued again when the crawl reopens.
 
 from __future__ import annotations
 
-import fcntl
-import itertools
 import logging
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
-from typing import BinaryIO
 
-from crawler.frontier.api import Claim, CrawlStateInUse, Entry, Fetch
+from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
 from crawler.frontier.backends.embedded.controls import HostControls
-from crawler.frontier.backends.embedded.hosts import Group, Host, Lease, ReadyHosts
+from crawler.frontier.backends.embedded.hosts import HostRecords
 from crawler.frontier.backends.embedded.parked import ParkedUrls
 from crawler.frontier.backends.embedded.reporting import EmbeddedReporting
-from crawler.frontier.backends.embedded.store import DONE, LEASED, QUEUED, REVISIT, SCHEMA, signed
-from crawler.frontier.policy import HostBudget, HostTimes, PolitenessPolicy, PriorityLevels
+from crawler.frontier.backends.embedded.store import UrlStore
+from crawler.frontier.policy import (
+    HostBudget,
+    PolitenessPolicy,
+    PriorityLevels,
+    RetryPolicy,
+    allowed_after_leave,
+)
 
 logger = logging.getLogger(__name__)
 
 
-class EmbeddedFrontier(HostControls, ParkedUrls, EmbeddedReporting):
+class EmbeddedFrontier:
     """Frontier state for one process, in SQLite at ``path`` (``":memory:"`` for tests).
 
     ``add``/``next``/``fetched``/``ack``/``reap`` keep the contract in DESIGN.md:
@@ -59,115 +67,63 @@ class EmbeddedFrontier(HostControls, ParkedUrls, EmbeddedReporting):
         self.levels = levels or PriorityLevels()
         self.budget = budget or HostBudget()
         self.lease_seconds = lease_seconds
-        self.db_path = Path(path)
-        self._lock: BinaryIO | None = None
-        if str(path) != ":memory:":
-            self.db_path.parent.mkdir(parents=True, exist_ok=True)
-            self._lock = self.db_path.with_suffix(".lock").open("ab")
-            try:
-                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                self._lock.close()
-                raise CrawlStateInUse(str(self.db_path.parent)) from None
-        self.db = sqlite3.connect(str(path), isolation_level="DEFERRED", check_same_thread=False)
-        self.db.executescript(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=67108864;"
-            f" PRAGMA cache_size=-{cache_kib};"
-        )
-        self.db.executescript(SCHEMA)
         self.hold_new_hosts = hold_new_hosts
-        self.new_hosts: list[str] = []  # hosts first seen since the caller last emptied this
-        self._hosts: dict[str, Host] = {}
-        self._groups: dict[str, Group] = {}
-        self._ready = ReadyHosts(self.levels.levels, self._hosts)
-        self._cursor = 0  # this frontier's position in the level cycle (PriorityLevels.host_level)
-        self._leases: dict[int, Lease] = {}
-        self._tokens = itertools.count(1)
-        self.queued = 0
-        self.counters: dict[str, int] = {}  # this run's
-        self._unsaved: dict[str, int] = {}  # added since the last commit
-        self._seq = self.db.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0]
-        self.waiting = self.db.execute("SELECT count(*) FROM waiting").fetchone()[0]
-        self.revisits = self.db.execute("SELECT count(*) FROM revisits").fetchone()[0]
-        self._load()
-
-    # ---------------------------------------------------------------- state
-
-    def _load(self) -> None:
-        """Rebuild the in-memory hosts and heap; requeue leases of a run that died."""
-        recovered = self.db.execute("UPDATE urls SET state = ? WHERE state = ?", (QUEUED, LEASED)).rowcount
-        top = self.levels.levels - 1  # FRONTIER_PRIORITY_LEVELS may have shrunk since
-        self.db.execute("UPDATE urls SET level = ? WHERE level > ? AND state = ?", (top, top, QUEUED))
+        self.store = UrlStore(path, cache_kib)
+        self.hosts = HostRecords(self.store, self.levels, self.budget, hold_new_hosts)
+        self.controls = HostControls(self.store, self.hosts)
+        self.parked = ParkedUrls(self.store, self.hosts)
+        self.reporting = EmbeddedReporting(self.store, self.hosts, self.parked)
+        recovered = self.store.recover_leases(self.levels.levels - 1)
         if recovered:
             self.count("leases/recovered", recovered)
             logger.info("Frontier: %d URLs leased by a previous run are queued again", recovered)
-        for hid, name, next_allowed, backoff, last_gap, fetched in self.db.execute(
-            "SELECT id, name, next_allowed, backoff, last_gap, fetched FROM hosts"
-        ):
-            host = self._new_host(hid, name, HostTimes(backoff=backoff, last_gap=last_gap))
-            host.group.next_allowed, host.fetched = next_allowed, fetched
-            host.left = self.budget.left(fetched)
-        names = {h.id: h for h in self._hosts.values()}
-        for hid, level, count in self.db.execute(
-            "SELECT host_id, level, count(*) FROM urls WHERE state = 0 GROUP BY host_id, level"
-        ):
-            host = names[hid]
-            host.queued[level] += count
-            self.queued += count
-        for hid, pages in self.db.execute("SELECT host_id, pages FROM demoted"):
-            host = names[hid]
-            host.left, host.pinned = HostBudget(pages).left(host.fetched), True
-        for host in self._hosts.values():
-            self._schedule(host)
+        self.hosts.load()
         self.db.commit()
 
-    def _new_host(self, hid: int, name: str, times: HostTimes) -> Host:
-        n = self.levels.levels
-        group = self._groups.get(name)  # an IP literal may join its address's group
-        if group is None:
-            group = self._groups[name] = Group(name, times)
-        group.members.add(name)
-        host = Host(hid, name, group, queued=[0] * n, held=self.hold_new_hosts, left=self.budget.left(0))
-        self._hosts[name] = host
-        if self.hold_new_hosts:
-            self.new_hosts.append(name)
-        return host
+    # ---------------------------------------------------------------- state
 
-    def _host(self, name: str) -> Host:
-        host = self._hosts.get(name)
-        if host is None:
-            cur = self.db.execute("INSERT INTO hosts (name) VALUES (?)", (name,))
-            host = self._new_host(cur.lastrowid, name, HostTimes())
-        return host
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The state file's connection (``UrlStore``)."""
+        return self.store.db
 
-    def _schedule(self, host: Host) -> None:
-        """Put ``host`` in the ready heap of its best queued URL's level if it can be fetched
-        from, at its group's allowed time (moved, if its best level changed)."""
-        level = host.best_level
-        if host.held or host.group.busy or level is None or (host.in_heap and host.heap_level == level):
-            return
-        if self._exhausted(host):
-            self._drop_queued(host)
-            return
-        self._ready.push(host, host.group.next_allowed, level)
+    @property
+    def db_path(self) -> Path:
+        return self.store.path
 
-    def _release(self, group: Group) -> None:
-        """The group's fetch is over: its hosts may be scheduled again."""
-        group.busy = max(0, group.busy - 1)
-        if group.busy:
-            return
-        for name in group.members:
-            self._schedule(self._hosts[name])
+    @property
+    def new_hosts(self) -> list[str]:
+        return self.hosts.new_hosts
 
-    @staticmethod
-    def _exhausted(host: Host) -> bool:
-        return host.left == 0
+    @new_hosts.setter
+    def new_hosts(self, names: list[str]) -> None:
+        self.hosts.new_hosts = names
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """This run's counters."""
+        return self.store.counters
+
+    @property
+    def queued(self) -> int:
+        return self.hosts.queued
+
+    @property
+    def leased(self) -> int:
+        return len(self.hosts.leases)
+
+    @property
+    def waiting(self) -> int:
+        return self.parked.waiting
+
+    @property
+    def revisits(self) -> int:
+        return self.parked.revisits
 
     def count(self, key: str, n: int = 1) -> None:
         """Add to a counter (reported in stats as ``frontier/<key>``; summed over runs in
         the state file at the next commit)."""
-        self.counters[key] = self.counters.get(key, 0) + n
-        self._unsaved[key] = self._unsaved.get(key, 0) + n
+        self.store.count(key, n)
 
     # ---------------------------------------------------------------- contract
 
@@ -178,96 +134,48 @@ class EmbeddedFrontier(HostControls, ParkedUrls, EmbeddedReporting):
         a URL queued or leased is never queued twice.
         """
         added = []
+        hosts, store = self.hosts, self.store
+        lowest = self.levels.lowest
         for entry in entries:
-            host = self._host(entry.host)
-            if self._exhausted(host):
-                self.count("dropped/budget")
+            host = hosts.host(entry.host)
+            if host.left == 0:
+                store.count("dropped/budget")
                 added.append(False)
                 continue
-            self._seq += 1
-            fp = signed(entry.fp)
-            level = self.levels.lowest if host.pinned else entry.level
-            cur = self.db.execute(
-                "INSERT OR IGNORE INTO urls (fp, host_id, level, state, seq, request) VALUES (?,?,?,?,?,?)",
-                (fp, host.id, level, QUEUED, self._seq, entry.request),
-            )
-            if not cur.rowcount and force:
-                cur = self.db.execute(
-                    "UPDATE urls SET state = ?, level = ?, seq = ?, request = ? "
-                    "WHERE fp = ? AND state IN (?, ?)",
-                    (QUEUED, level, self._seq, entry.request, fp, DONE, REVISIT),
-                )
-                if cur.rowcount:
-                    self.revisits -= self.db.execute("DELETE FROM revisits WHERE fp = ?", (fp,)).rowcount
-            if not cur.rowcount:
-                self.count("dropped/seen")
+            level = lowest if host.pinned else entry.level
+            queued = store.insert(entry.fp, host.id, level, entry.request)
+            if not queued and force and store.revive(entry.fp, level, entry.request):
+                self.parked.forget_revisit(entry.fp)
+                queued = True
+            if not queued:
+                store.count("dropped/seen")
                 added.append(False)
                 continue
-            host.queued[level] += 1
-            self.queued += 1
-            self._schedule(host)
+            hosts.add_queued(host, level)
+            hosts.schedule(host)
             added.append(True)
         return added
-
-    def _held(self, fp: int, token: int) -> Lease | None:
-        """The lease of ``fp``, if ``token`` holds it."""
-        lease = self._leases.get(fp)
-        return lease if lease is not None and lease.token == token else None
-
-    def _end_lease(self, fp: int, token: int) -> Lease | None:
-        """The lease of ``fp`` if ``token`` holds it, ended: its host is free again."""
-        lease = self._held(fp, token)
-        if lease is None:
-            return None
-        del self._leases[fp]
-        host = self._hosts[lease.host]
-        if lease.fetching:
-            self._release(host.group)
-        else:
-            self._schedule(host)
-        return lease
 
     def requeue(self, fp: int, token: int, request: str) -> bool:
         """Queue a leased URL again (a retry): its lease ends, its place is the back
         of its level. False if ``token`` is not the URL's current lease."""
-        lease = self._held(fp, token)
+        lease = self.hosts.held(fp, token)
         if lease is None:
             return False
-        row = self.db.execute("SELECT level FROM urls WHERE fp = ?", (signed(fp),)).fetchone()
-        self._seq += 1
-        self.db.execute(
-            "UPDATE urls SET state = ?, seq = ?, request = ? WHERE fp = ?",
-            (QUEUED, self._seq, request, signed(fp)),
-        )
-        self._hosts[lease.host].queued[row[0]] += 1
-        self.queued += 1
-        self._end_lease(fp, token)  # queued first, so the freed host is scheduled with it
+        level = self.store.queue_again(fp, request)
+        self.hosts.add_queued(self.hosts.hosts[lease.host], level)
+        self.hosts.end_lease(fp, token)  # queued first, so the freed host is scheduled with it
         return True
 
     def next(self, now: float) -> Claim | float | None:
-        """Lease a URL from a due host, the level chosen by the policy (``host_level``), the
-        earliest allowed of that level first; else the seconds until one is allowed; else
-        None (nothing queued, or every host busy)."""
-        levels = range(self.levels.levels)
-        while True:
-            tops = [self._ready.top(level) for level in levels]
-            level = self.levels.host_level(self._cursor, [t is not None and t <= now for t in tops])
-            if level is None:
-                waits = [t for t in tops if t is not None]
-                return min(waits) - now if waits else None
-            allowed, host = self._ready.pop(level)
-            if host.held or host.group.busy or not any(host.queued):
-                continue
-            if host.group.next_allowed > allowed:  # another host of its group fetched since
-                self._schedule(host)
-                continue
-            self._cursor = (self._cursor + 1) % len(self.levels.cycle)
-            return self._lease(host, now)
+        """Lease a URL from a due host (``HostRecords.claim``); else the seconds until one is
+        allowed; else None (nothing queued, or every host busy)."""
+        return self.hosts.claim(now, self.lease_seconds)
 
     def claim_many(self, now: float, limit: int) -> tuple[list[Claim], float | None]:
         claims: list[Claim] = []
         while len(claims) < limit:
-            result = self.next(now)
+            result = self.hosts.claim(now, self.lease_seconds)
             if not isinstance(result, Claim):
                 return claims, result
             claims.append(result)
@@ -280,71 +188,50 @@ class EmbeddedFrontier(HostControls, ParkedUrls, EmbeddedReporting):
     def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
         return [self.ack(fp, token) for fp, token in leases]
 
-    def _lease(self, host: Host, now: float) -> Claim:
-        level, host.cursor = self.levels.next_level(host.queued, host.cursor)
-        fp, request = self.db.execute(
-            "SELECT fp, request FROM urls WHERE host_id = ? AND state = 0 AND level = ? ORDER BY seq LIMIT 1",
-            (host.id, level),
-        ).fetchone()
-        self.db.execute("UPDATE urls SET state = ? WHERE fp = ?", (LEASED, fp))
-        host.queued[level] -= 1
-        self.queued -= 1
-        host.group.busy += 1
-        host.fetched += 1
-        if host.left is not None:
-            host.left -= 1
-        token = next(self._tokens)
-        ufp = fp % (1 << 64)
-        self._leases[ufp] = Lease(host.name, token, now + self.lease_seconds)
-        return Claim(ufp, host.name, token, request)
-
     def fetched(
         self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
         retry_after: float | None = None, hold_until: float = 0.0,
     ) -> float | None:
         """The fetch of a leased URL ended (``status`` None: no response). Sets its
         host's next allowed time by the policy; returns the gap, or None for a stale token."""
-        lease = self._leases.get(fp)
+        lease = self.hosts.leases.get(fp)
         if lease is None or lease.token != token or not lease.fetching:
             return None
         lease.fetching = False
-        self.count("failed" if status is None else "fetched")
-        host = self._hosts[lease.host]
+        self.store.count("failed" if status is None else "fetched")
+        host = self.hosts.hosts[lease.host]
         if status is not None:
             host.unanswered = 0
         group = host.group
         was_backing_off = group.times.backoff > 0
         gap = self.policy.after_fetch(group.times, fetch_seconds, status, retry_after)
         if group.times.backoff and not was_backing_off:
-            self.count("backoffs")
+            self.store.count("backoffs")
             logger.info("Host %s answered %s: backing off %.1f s", host.name, status or "no response", gap)
         group.next_allowed = max(now + gap, hold_until)
-        self.db.execute(
-            "UPDATE hosts SET next_allowed = ?, backoff = ?, last_gap = ?, fetched = ? WHERE id = ?",
-            (group.next_allowed, group.times.backoff, group.times.last_gap, host.fetched, host.id),
-        )
-        self._release(group)
+        self.store.save_host(host.id, group.next_allowed, group.times.backoff, group.times.last_gap,
+                             host.fetched)
+        self.hosts.release(group)
         return gap
 
     def ack(self, fp: int, token: int) -> bool:
         """The URL is done (its page stored, or nothing to store): its lease ends for good."""
-        if self._end_lease(fp, token) is None:
+        if self.hosts.end_lease(fp, token) is None:
             return False
-        self.db.execute("UPDATE urls SET state = ?, request = NULL WHERE fp = ?", (DONE, signed(fp)))
+        self.store.finish(fp)
         return True
 
     def renew(self, fp: int, token: int, expires: float) -> None:
         """Extend a lease its holder still works on."""
-        lease = self._leases.get(fp)
-        if lease is not None and lease.token == token:
+        lease = self.hosts.held(fp, token)
+        if lease is not None:
             lease.expires = expires
 
     def reap(self, now: float) -> int:
         """Queue again the URLs whose lease expired unacked; returns how many."""
-        expired = [(fp, lease) for fp, lease in self._leases.items() if lease.expires <= now]
+        expired = [(fp, lease) for fp, lease in self.hosts.leases.items() if lease.expires <= now]
         for fp, lease in expired:
-            row = self.db.execute("SELECT request FROM urls WHERE fp = ?", (signed(fp),)).fetchone()
-            self.requeue(fp, lease.token, row[0])
+            self.requeue(fp, lease.token, self.store.request_of(fp))
         if expired:
             self.count("leases/expired", len(expired))
             logger.warning("Frontier: %d leases expired unacked; their URLs are queued again", len(expired))
@@ -355,17 +242,89 @@ class EmbeddedFrontier(HostControls, ParkedUrls, EmbeddedReporting):
         died leaves its leases to the next, which queues them again on open."""
         return []
 
+    def leave(self, now: float, retry: RetryPolicy) -> int:
+        """The leases still held are queued again now (as the next run would on open); each
+        host keeps its hold (``allowed_after_leave``). Returns how many."""
+        leases = list(self.hosts.leases.items())
+        for fp, lease in leases:
+            host = self.hosts.hosts[lease.host]
+            group = host.group
+            group.next_allowed = allowed_after_leave(group.next_allowed, now, lease.fetching,
+                                                     group.times.last_gap, retry.hold_again(host.unanswered))
+            self.store.save_next_allowed(host.id, group.next_allowed)
+            self.requeue(fp, lease.token, self.store.request_of(fp))
+        return len(leases)
+
     def commit(self) -> None:
-        if self._unsaved:
-            self.db.executemany("INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) "
-                                "DO UPDATE SET value = value + excluded.value", self._unsaved.items())
-            self._unsaved = {}
-        self.db.commit()
+        self.store.commit()
 
     def close(self) -> None:
-        self.commit()
-        self.db.close()
-        if self._lock is not None:
-            self._lock.close()  # releases the lock
+        self.store.close()
 
+    # ---------------------------------------------------------------- parts
 
+    def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
+        return self.parked.retry_later(fp, token, request, due)
+
+    def due_retries(self, now: float) -> int:
+        return self.parked.due_retries(now)
+
+    def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
+        return self.parked.dead_letter(fp, token, request, error, now)
+
+    def dead_letters(self) -> list[DeadLetter]:
+        return self.parked.dead_letters()
+
+    def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
+        return self.parked.requeue_dead(letter, request)
+
+    def dead_letter_host(self, name: str, error: str, now: float) -> int:
+        return self.parked.dead_letter_host(name, error, now)
+
+    def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
+        return self.parked.revisit_many(revisits)
+
+    def due_revisits(self, now: float, limit: int = 10_000) -> int:
+        return self.parked.due_revisits(now, limit)
+
+    def revisit_at(self, fp: int, host: str) -> tuple[float, float] | None:
+        return self.parked.revisit_at(fp, host)
+
+    def hasten_revisit(self, fp: int, host: str, due: float) -> bool:
+        return self.parked.hasten_revisit(fp, host, due)
+
+    def next_revisit(self) -> float | None:
+        return self.parked.next_revisit()
+
+    def set_politeness_key(self, name: str, key: str) -> None:
+        self.controls.set_politeness_key(name, key)
+
+    def defer(self, name: str, until: float) -> bool:
+        return self.controls.defer(name, until)
+
+    def set_crawl_delay(self, name: str, delay: float) -> None:
+        self.controls.set_crawl_delay(name, delay)
+
+    def demote(self, name: str, margin: int) -> int:
+        return self.controls.demote(name, margin)
+
+    def host_queued(self, name: str) -> int:
+        return self.controls.host_queued(name)
+
+    def unanswered(self, name: str) -> int:
+        return self.controls.unanswered(name)
+
+    def pending_counts(self) -> tuple[int, int, int, int]:
+        return self.reporting.pending_counts()
+
+    def has_pending(self) -> bool:
+        return self.reporting.has_pending()
+
+    def done_count(self) -> int:
+        return self.reporting.done_count()
+
+    def gauges(self, now: float) -> dict[str, int]:
+        return self.reporting.gauges(now)
+
+    def describe(self) -> str:
+        return self.reporting.describe()

@@ -14,9 +14,9 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from redis import RedisCluster, RedisError
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
@@ -25,6 +25,7 @@ from crawler import defaults
 from crawler.context.keys import CrawlKeys
 from crawler.frontier.api import Claim
 from crawler.frontier.backends.redis.errors import raises_unavailable
+from crawler.frontier.backends.redis.reporting import forget_keys
 from crawler.frontier.backends.redis.shard_steps import BufferedShard, ShardPauses
 from crawler.frontier.backends.redis.sharded import ShardedRedisFrontier
 from crawler.frontier.backends.redis.single import RedisFrontier, default_worker_id
@@ -65,6 +66,8 @@ class ClusterFrontier(ShardedRedisFrontier):
     with another one is refused, as it would place hosts on other shards and break
     politeness.
     """
+
+    shards: Sequence[BufferedShard]
 
     def __init__(self, client: RedisCluster, crawl_id: str, shards: int, **options: Any) -> None:
         self.client = client
@@ -121,7 +124,8 @@ class ClusterFrontier(ShardedRedisFrontier):
     def _read_heads(self, index: int, limit: int) -> list[list[tuple[bytes, float]]] | Exception:
         try:
             keys = self.shards[index].ready_keys
-            return [self.client.zrange(key, 0, limit - 1, withscores=True) for key in keys]
+            return [cast(list[tuple[bytes, float]], self.client.zrange(key, 0, limit - 1, withscores=True))
+                    for key in keys]
         except RedisError as error:
             return error
 
@@ -157,7 +161,8 @@ class ClusterFrontier(ShardedRedisFrontier):
         """Each count of ``read`` summed over the shards that answer, plus one for each shard
         that does not (its master is away): the crawl is not taken for finished while a shard
         is away. At least one shard answers, or ``_each`` raises."""
-        calls = {index: functools.partial(read, shard) for index, shard in enumerate(self.shards)}
+        calls: dict[int, Callable[[], tuple[int, ...]]] = {
+            index: functools.partial(read, shard) for index, shard in enumerate(self.shards)}
         answers = self._each(calls, partial=True)
         away = len(self.shards) - len(answers)
         return tuple(sum(column) + away for column in zip(*answers.values(), strict=True))
@@ -184,7 +189,8 @@ class ClusterFrontier(ShardedRedisFrontier):
 
     def pending_counts(self) -> tuple[int, int, int, int]:
         """Each shard's read at one instant, summed as ``_pending_sums`` sums."""
-        return self._pending_sums(lambda shard: shard.pending_counts())
+        queued, leased, waiting, revisits = self._pending_sums(lambda shard: shard.pending_counts())
+        return queued, leased, waiting, revisits
 
     def has_pending(self) -> bool:
         return bool(self._pending_sum(lambda shard: int(shard.has_pending())))
@@ -204,12 +210,7 @@ class ClusterFrontier(ShardedRedisFrontier):
 
     def forget(self) -> int:
         """Every shard's keys and the crawl's own (``crawl:{<id>}:*``)."""
-        return super().forget() + RedisFrontier.forget(self)  # the shared scan-and-unlink, on self.prefix
-
-    @property
-    def redis(self) -> RedisCluster:
-        """The cluster client (``RedisFrontier.forget`` reads it)."""
-        return self.client
+        return super().forget() + forget_keys(self.client, self.prefix)
 
     def close(self) -> None:
         kept = sum(len(shard.kept) for shard in self.shards if not shard.flush(force=True))
@@ -232,7 +233,7 @@ def shard_count(client: RedisCluster, crawl_id: str, wanted: int | None) -> int:
     if wanted is None:
         return int(client.get(key) or defaults.REDIS_SHARDS)
     client.set(key, wanted, nx=True)
-    stored = int(client.get(key))
+    stored = int(cast(bytes, client.get(key)))  # set just above, if not before
     if stored != wanted:
         raise ValueError(f"Crawl {crawl_id} was started with REDIS_SHARDS = {stored}, not {wanted}: every "
                          f"worker of a crawl must use the same count (or forget the crawl first)")

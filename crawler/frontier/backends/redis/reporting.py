@@ -5,13 +5,32 @@ from __future__ import annotations
 
 import itertools
 
-from redis import Redis
+from redis import Redis, RedisCluster
+
+
+def text(value: bytes | str) -> str:
+    """A reply's string: redis-py gives bytes, or str from a client that decodes replies."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def forget_keys(client: Redis | RedisCluster, prefix: str) -> int:
+    """Delete every key that starts with ``prefix``, scanned and unlinked in batches; how many."""
+    deleted = 0
+    batch = []
+    for key in client.scan_iter(match=prefix.replace("{", "\\{").replace("}", "\\}") + "*", count=1000):
+        batch.append(key)
+        if len(batch) == 1000:
+            deleted += client.unlink(*batch)
+            batch.clear()
+    if batch:
+        deleted += client.unlink(*batch)
+    return deleted
 
 
 class RedisReporting:
     """Counts of ``RedisFrontier``'s state under ``prefix``, read with plain commands."""
 
-    redis: Redis
+    redis: Redis | RedisCluster
     prefix: str
     ready_keys: list[str]
 
@@ -26,7 +45,7 @@ class RedisReporting:
     @property
     def counters(self) -> dict[str, int]:
         raw = self.redis.hgetall(self.prefix + "counters")
-        return {k.decode(): int(v) for k, v in raw.items() if k not in (b"queued", b"seen")}
+        return {text(k): int(v) for k, v in raw.items() if k not in (b"queued", b"seen")}
 
     @property
     def queued(self) -> int:
@@ -35,13 +54,6 @@ class RedisReporting:
     @property
     def leased(self) -> int:
         return int(self.redis.zcard(self.prefix + "leases"))
-
-    def pending_counts(self) -> tuple[int, int, int, int]:
-        queued, leased, waiting, revisits = self._run("counts")
-        return int(queued), int(leased), int(waiting), int(revisits)
-
-    def has_pending(self) -> bool:
-        return any(self.pending_counts()[:3])
 
     def done_count(self) -> int:
         seen = int(self.redis.hget(self.prefix + "counters", "seen") or 0)
@@ -73,7 +85,7 @@ class RedisReporting:
             pipe.llen(key)
         sizes: dict[str, int] = {}
         for key, n in zip(keys, pipe.execute(), strict=True):
-            host = key.decode()[len(self.prefix) + 2:].rsplit(":", 1)[0]
+            host = text(key)[len(self.prefix) + 2:].rsplit(":", 1)[0]
             sizes[host] = sizes.get(host, 0) + n
         return sorted(sizes.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
@@ -86,7 +98,7 @@ class RedisReporting:
             pipe.hget(self.prefix + "host:" + host, "group")
             pipe.scard(self.prefix + "hwait:" + host)
         replies = pipe.execute()
-        groups = [(group or host.encode()).decode() for host, group in zip(hosts, replies[::2], strict=True)]
+        groups = [text(group or host.encode()) for host, group in zip(hosts, replies[::2], strict=True)]
         for group in groups:
             pipe.hmget(self.prefix + "host:" + group, "busy", "next_allowed", "backoff")
         out = []
@@ -97,14 +109,4 @@ class RedisReporting:
 
     def forget(self) -> int:
         """Delete every key of this crawl; returns how many."""
-        deleted = 0
-        batch = []
-        for key in self.redis.scan_iter(match=self.prefix.replace("{", "\\{").replace("}", "\\}") + "*",
-                                        count=1000):
-            batch.append(key)
-            if len(batch) == 1000:
-                deleted += self.redis.unlink(*batch)
-                batch.clear()
-        if batch:
-            deleted += self.redis.unlink(*batch)
-        return deleted
+        return forget_keys(self.redis, self.prefix)

@@ -130,146 +130,117 @@ class BufferedShard(RedisFrontier):
 
     # ---------------------------------------------------------------- writes
     def add(self, entries: Iterable[Entry], force: bool = False) -> list[bool]:
-        up, entries = super(), list(entries)
-        return self._write(lambda: up.add(entries, force), [True] * len(entries))
+        batch = list(entries)
+        return self._write(lambda: RedisFrontier.add(self, batch, force), [True] * len(batch))
 
     def ack_many(self, leases: list[tuple[int, int]]) -> list[bool]:
-        up = super()
-        return self._write(lambda: up.ack_many(leases), [True] * len(leases))
+        return self._write(lambda: RedisFrontier.ack_many(self, leases), [True] * len(leases))
 
     def fetched_many(self, fetches: list[Fetch]) -> list[float | None]:
-        up = super()
-        return self._write(lambda: up.fetched_many(fetches), [None] * len(fetches))
+        return self._write(lambda: RedisFrontier.fetched_many(self, fetches), [None] * len(fetches))
 
     def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
-        up = super()
-        return self._write(lambda: up.revisit_many(revisits), [True] * len(revisits))
+        return self._write(lambda: RedisFrontier.revisit_many(self, revisits), [True] * len(revisits))
 
     def ack(self, fp: int, token: int) -> bool:
-        up = super()
-        return self._write(lambda: up.ack(fp, token), True)
+        return self._write(lambda: RedisFrontier.ack(self, fp, token), True)
 
     def requeue(self, fp: int, token: int, request: str) -> bool:
-        up = super()
-        return self._write(lambda: up.requeue(fp, token, request), True)
+        return self._write(lambda: RedisFrontier.requeue(self, fp, token, request), True)
 
     def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
-        up = super()
-        return self._write(lambda: up.retry_later(fp, token, request, due), True)
+        return self._write(lambda: RedisFrontier.retry_later(self, fp, token, request, due), True)
 
     def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
-        up = super()
-        return self._write(lambda: up.dead_letter(fp, token, request, error, now), True)
+        return self._write(lambda: RedisFrontier.dead_letter(self, fp, token, request, error, now), True)
 
     def defer(self, name: str, until: float) -> bool:
-        up = super()
-        return self._write(lambda: up.defer(name, until), True)
+        return self._write(lambda: RedisFrontier.defer(self, name, until), True)
 
     def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
-        up = super()
-        return self._write(lambda: up.requeue_dead(letter, request), True)
+        return self._write(lambda: RedisFrontier.requeue_dead(self, letter, request), True)
 
     def fetched(self, fp: int, token: int, now: float, fetch_seconds: float, status: int | None,
                 retry_after: float | None = None, hold_until: float = 0.0) -> float | None:
-        up = super()
-        return self._write(lambda: up.fetched(fp, token, now, fetch_seconds, status, retry_after, hold_until),
-                           None)
+        return self._write(lambda: RedisFrontier.fetched(self, fp, token, now, fetch_seconds, status,
+                                                         retry_after, hold_until), None)
 
     def renew(self, fp: int, token: int, expires: float) -> None:
-        up = super()
-        self._write(lambda: up.renew(fp, token, expires), None)
+        self._write(lambda: RedisFrontier.renew(self, fp, token, expires), None)
 
     def set_politeness_key(self, name: str, key: str) -> None:
-        up = super()
-        self._write(lambda: up.set_politeness_key(name, key), None)
+        self._write(lambda: RedisFrontier.set_politeness_key(self, name, key), None)
 
     def set_crawl_delay(self, name: str, delay: float) -> None:
-        up = super()
-        self._write(lambda: up.set_crawl_delay(name, delay), None)
+        self._write(lambda: RedisFrontier.set_crawl_delay(self, name, delay), None)
 
     def count(self, key: str, n: int = 1) -> None:
-        up = super()
-        self._write(lambda: up.count(key, n), None)
+        self._write(lambda: RedisFrontier.count(self, key, n), None)
 
     def demote(self, name: str, margin: int) -> int:
-        up = super()
-        return self._write(lambda: up.demote(name, margin), 0)
+        return self._write(lambda: RedisFrontier.demote(self, name, margin), 0)
 
     def dead_letter_host(self, name: str, error: str, now: float) -> int:
-        up = super()
-        return self._write(lambda: up.dead_letter_host(name, error, now), 0)
+        return self._write(lambda: RedisFrontier.dead_letter_host(self, name, error, now), 0)
 
     def hasten_revisit(self, fp: int, host: str, due: float) -> bool:
-        up = super()
-        return self._write(lambda: up.hasten_revisit(fp, host, due), False)
+        return self._write(lambda: RedisFrontier.hasten_revisit(self, fp, host, due), False)
 
     # ---------------------------------------------------------------- reads and claims
     def claim_in_order(self, now: float, limit: int, order: list[int] | None = None
                        ) -> tuple[list[Claim], float | None]:
-        up = super()
-        return self._read(lambda: up.claim_in_order(now, limit, order))
+        return self._read(lambda: RedisFrontier.claim_in_order(self, now, limit, order))
 
     def due_retries(self, now: float) -> int:
-        up = super()
-        return self._read(lambda: up.due_retries(now))
+        return self._read(lambda: RedisFrontier.due_retries(self, now))
 
     def due_revisits(self, now: float, limit: int = 10_000) -> int:
-        up = super()
-        return self._read(lambda: up.due_revisits(now, limit))
+        return self._read(lambda: RedisFrontier.due_revisits(self, now, limit))
 
     def revisit_at(self, fp: int, host: str) -> tuple[float, float] | None:
-        up = super()
-        return self._read(lambda: up.revisit_at(fp, host))
+        return self._read(lambda: RedisFrontier.revisit_at(self, fp, host))
 
     def next_revisit(self) -> float | None:
-        return self._read(super().next_revisit)
+        return self._read(lambda: RedisFrontier.next_revisit(self))
 
     def dead_letters(self) -> list[DeadLetter]:
-        return self._read(super().dead_letters)
+        return self._read(lambda: RedisFrontier.dead_letters(self))
 
     def host_queued(self, name: str) -> int:
-        up = super()
-        return self._read(lambda: up.host_queued(name))
+        return self._read(lambda: RedisFrontier.host_queued(self, name))
 
     def unanswered(self, name: str) -> int:
-        up = super()
-        return self._read(lambda: up.unanswered(name))
+        return self._read(lambda: RedisFrontier.unanswered(self, name))
 
     def reap(self, now: float) -> int:
-        up = super()
-        return self._read(lambda: up.reap(now))
+        return self._read(lambda: RedisFrontier.reap(self, now))
 
     def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
-        up = super()
-        return self._read(lambda: up.heartbeat(now))
+        return self._read(lambda: RedisFrontier.heartbeat(self, now))
 
     def leave(self, now: float, retry: RetryPolicy) -> int:
-        up = super()
-        return self._read(lambda: up.leave(now, retry))
+        return self._read(lambda: RedisFrontier.leave(self, now, retry))
 
     def pending_counts(self) -> tuple[int, int, int, int]:
-        return self._read(super().pending_counts)
+        return self._read(lambda: RedisFrontier.pending_counts(self))
 
     def has_pending(self) -> bool:
-        return self._read(super().has_pending)
+        return self._read(lambda: RedisFrontier.has_pending(self))
 
     def done_count(self) -> int:
-        return self._read(super().done_count)
+        return self._read(lambda: RedisFrontier.done_count(self))
 
     def gauges(self, now: float) -> dict[str, int]:
-        up = super()
-        return self._read(lambda: up.gauges(now))
+        return self._read(lambda: RedisFrontier.gauges(self, now))
 
     def host_queues(self, limit: int, scan_keys: int = 10_000) -> list[tuple[str, int]]:
-        up = super()
-        return self._read(lambda: up.host_queues(limit, scan_keys))
+        return self._read(lambda: RedisFrontier.host_queues(self, limit, scan_keys))
 
     def host_details(self, hosts: list[str]) -> list[tuple[int, float | None, float, int]]:
-        up = super()
-        return self._read(lambda: up.host_details(hosts))
+        return self._read(lambda: RedisFrontier.host_details(self, hosts))
 
     def forget(self) -> int:
-        return self._read(super().forget)
+        return self._read(lambda: RedisFrontier.forget(self))
 
     @property
     def queued(self) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from redis import RedisError
@@ -38,7 +38,7 @@ class ShardedRedisFrontier:
     VNODES = 64  # points per server on the ring: an even spread of hosts
     shared = True
 
-    def __init__(self, shards: list[RedisFrontier]) -> None:
+    def __init__(self, shards: Sequence[RedisFrontier]) -> None:
         if not shards:
             raise ValueError("no Redis shards")
         self.shards = shards
@@ -292,7 +292,9 @@ class ShardedRedisFrontier:
 
     def pending_counts(self) -> tuple[int, int, int, int]:
         """Summed over the shards, each read at one instant (a URL stays on its host's shard)."""
-        return tuple(map(sum, zip(*self._over_all(lambda shard: shard.pending_counts()), strict=True)))
+        queued, leased, waiting, revisits = map(
+            sum, zip(*self._over_all(lambda shard: shard.pending_counts()), strict=True))
+        return queued, leased, waiting, revisits
 
     def has_pending(self) -> bool:
         return any(self._over_all(lambda shard: shard.has_pending()))

@@ -30,8 +30,9 @@ import os
 import socket
 import uuid
 from collections.abc import Iterable
+from typing import Any, cast
 
-from redis import Redis
+from redis import Redis, RedisCluster
 
 from crawler.context.keys import tagged
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
@@ -55,6 +56,9 @@ _CLAIM_TIMES_KEPT = 100_000
 #: Claims a claim script makes at most (its leases are written with one ZADD, within Lua's unpack limit).
 _MOST_CLAIMS = 2000
 
+#: An argument of a Lua script, as redis-py encodes it.
+ScriptArg = bytes | str | int | float
+
 
 def default_worker_id() -> str:
     """host-pid-random: unique per worker process, readable in logs."""
@@ -74,7 +78,7 @@ class RedisFrontier(RedisReporting):
 
     def __init__(
         self,
-        client: Redis,
+        client: Redis | RedisCluster,
         crawl_id: str,
         policy: PolitenessPolicy | None = None,
         levels: PriorityLevels | None = None,
@@ -117,10 +121,21 @@ class RedisFrontier(RedisReporting):
             for i in range(self.bloom.bitmaps):
                 allocate(keys=[self.prefix + f"bloom:{i}"], args=[self.bloom.bits - 1])
 
-    def _run(self, name: str, *args: object) -> object:
+    def _call(self, name: str, args: tuple[ScriptArg, ...]) -> object:
         left = self.budget.left(0)
-        base = [self.levels.levels, "" if left is None else left]
+        base: list[ScriptArg] = [self.levels.levels, "" if left is None else left]
         return self._scripts[name](keys=[self.prefix], args=[*base, *args])
+
+    # The Lua scripts' replies are typed here, once: redis-py types a script's reply as Any
+    # (or an Awaitable of it); each script replies with a list, or with one integer.
+
+    def _run(self, name: str, *args: ScriptArg) -> list[Any]:
+        """Run script ``name``, whose reply is a list (of integers, bulk strings, lists)."""
+        return cast(list[Any], self._call(name, args))
+
+    def _run_int(self, name: str, *args: ScriptArg) -> int:
+        """Run script ``name``, whose reply is one integer."""
+        return cast(int, self._call(name, args))
 
     @staticmethod
     def _fp(fp: int) -> bytes:
@@ -135,8 +150,9 @@ class RedisFrontier(RedisReporting):
         entries = list(entries)
         if not entries:
             return []
-        args: list[object] = ["1" if self.hold_new_hosts else "0"]
+        args: list[ScriptArg] = ["1" if self.hold_new_hosts else "0"]
         shift = 64 - self.bucket_bits
+        seen: str | bytes
         for e in entries:
             if self.bloom:
                 key, seen = self.bloom.locate(e.fp)
@@ -208,7 +224,8 @@ class RedisFrontier(RedisReporting):
                 read = self._run("times", *[a for i in unread for a in (
                     self._fp(fetches[i].fp).hex(), fetches[i].token)])
                 times.update((i, r[1]) for i, r in zip(unread, read, strict=True) if int(r[0]))
-            decided, args = [], []
+            decided: list[tuple[int, float, bool]] = []
+            args: list[ScriptArg] = []
             for i, stored in times.items():
                 f = fetches[i]
                 backoff, last_gap, crawl_delay = (float(v) for v in stored.split())
@@ -243,13 +260,13 @@ class RedisFrontier(RedisReporting):
         return self.ack_many([(fp, token)])[0]
 
     def requeue(self, fp: int, token: int, request: str) -> bool:
-        return bool(self._run("requeue", self._fp(fp).hex(), token, "1", request))
+        return bool(self._run_int("requeue", self._fp(fp).hex(), token, "1", request))
 
     def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
-        return bool(self._run("requeue", self._fp(fp).hex(), token, "2", request, due))
+        return bool(self._run_int("requeue", self._fp(fp).hex(), token, "2", request, due))
 
     def due_retries(self, now: float) -> int:
-        return int(self._run("due", now, "waiting", -1))
+        return self._run_int("due", now, "waiting", -1)
 
     def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
         """End each lease, keeping the URL for its revisit: one script, one round trip."""
@@ -259,7 +276,7 @@ class RedisFrontier(RedisReporting):
         return [bool(flag) for flag in self._run("revisit", *args)]
 
     def due_revisits(self, now: float, limit: int = 10_000) -> int:
-        return int(self._run("due", now, "revisits", limit))
+        return self._run_int("due", now, "revisits", limit)
 
     def revisit_at(self, fp: int, host: str) -> tuple[float, float] | None:
         key = self._fp(fp).hex()
@@ -281,7 +298,7 @@ class RedisFrontier(RedisReporting):
         return float(first[0][1]) if first else None
 
     def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
-        return bool(self._run("requeue", self._fp(fp).hex(), token, "3", request, error, now))
+        return bool(self._run_int("requeue", self._fp(fp).hex(), token, "3", request, error, now))
 
     def dead_letters(self) -> list[DeadLetter]:
         letters = []
@@ -291,10 +308,10 @@ class RedisFrontier(RedisReporting):
         return sorted(letters, key=lambda letter: letter.at)
 
     def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
-        return bool(self._run("requeue_dead", self._fp(letter.fp).hex(), request))
+        return bool(self._run_int("requeue_dead", self._fp(letter.fp).hex(), request))
 
     def dead_letter_host(self, name: str, error: str, now: float) -> int:
-        return int(self._run("dead_host", name, error, now))
+        return self._run_int("dead_host", name, error, now)
 
     def host_queued(self, name: str) -> int:
         fields = [f"n{level}" for level in range(self.levels.levels)]
@@ -302,7 +319,7 @@ class RedisFrontier(RedisReporting):
         return sum(int(n or 0) for n in counts)
 
     def unanswered(self, name: str) -> int:
-        return int(self._run("unanswered", name))
+        return self._run_int("unanswered", name)
 
     def renew(self, fp: int, token: int, expires: float) -> None:
         """Extend a lease its holder still works on."""
@@ -311,7 +328,7 @@ class RedisFrontier(RedisReporting):
             self.redis.zadd(self.prefix + "leases", {key: expires}, xx=True)
 
     def reap(self, now: float) -> int:
-        return int(self._run("reap", now))
+        return self._run_int("reap", now)
 
     def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
         """This worker is alive; the leases of workers silent for ``worker_timeout`` end
@@ -334,22 +351,29 @@ class RedisFrontier(RedisReporting):
             allowed = allowed_after_leave(float(next_allowed), now, fetching == b"1", float(last_gap),
                                           retry.hold_again(int(unanswered)))
             triples += [fp, token, allowed]
-        return int(self._run("leave", self.worker_id, *triples))
+        return self._run_int("leave", self.worker_id, *triples)
 
     def set_politeness_key(self, name: str, key: str) -> None:
-        self._run("key", name, key, "key")
+        self._run_int("key", name, key, "key")
 
     def defer(self, name: str, until: float) -> bool:
-        self._run("key", name, until, "defer")
+        self._run_int("key", name, until, "defer")
         return True
 
     def set_crawl_delay(self, name: str, delay: float) -> None:
-        self._run("key", name, delay, "delay")
+        self._run_int("key", name, delay, "delay")
 
     def demote(self, name: str, margin: int) -> int:
         claimed = int(self.redis.hget(self.prefix + f"host:{name}", "claims") or 0)
         pages = self.budget.demoted_left(claimed, margin)
-        return int(self._run("demote", name, pages, self.levels.lowest))
+        return self._run_int("demote", name, pages, self.levels.lowest)
+
+    def pending_counts(self) -> tuple[int, int, int, int]:
+        queued, leased, waiting, revisits = self._run("counts")
+        return int(queued), int(leased), int(waiting), int(revisits)
+
+    def has_pending(self) -> bool:
+        return any(self.pending_counts()[:3])
 
     def commit(self) -> None:
         """Every step is already durable in Redis (as durable as its persistence)."""
