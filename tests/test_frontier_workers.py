@@ -9,7 +9,7 @@ import pytest
 import redis
 from frontier_cases import POLICY, claim, entry, finish
 
-from crawler.frontier.api import CrawlStateInUse, Fetch, fetch_seconds_counts
+from crawler.frontier.api import Claim, CrawlStateInUse, Fetch, fetch_seconds_counts
 from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
 from crawler.frontier.backends.embedded.store import read_counts
 from crawler.frontier.backends.redis.cluster import ClusterFrontier
@@ -221,3 +221,17 @@ def test_fetch_seconds_counts_put_each_fetch_in_one_bucket():
     assert fetch_seconds_counts(fetches) == {
         "fetch_seconds/0.05": 2, "fetch_seconds/0.5": 2, "fetch_seconds/inf": 1,
         "fetch_seconds/sum_ms": 60660}
+
+
+def test_a_host_held_by_defer_is_still_held_after_a_restart(tmp_path):
+    path = tmp_path / "frontier.sqlite"
+    frontier = EmbeddedFrontier(path)
+    frontier.add([entry("http://a.test/1")])
+    assert frontier.defer("a.test", 500.0)  # robots.txt was its fetch, or it did not answer
+    frontier.commit()
+    frontier.close()
+    again = EmbeddedFrontier(path)
+    waited = again.next(100.0)
+    assert waited == pytest.approx(400.0)  # not claimed before the hold ends
+    assert isinstance(again.next(500.0), Claim)
+    again.close()

@@ -26,6 +26,8 @@ class HostControls:
             group = groups.get(key)
             if group is None:
                 group = groups[key] = Group(key, old.times, old.next_allowed)
+            else:  # the host's own gap still binds the key it joins
+                group.next_allowed = max(group.next_allowed, old.next_allowed)
             old.members.discard(name)
             group.members.add(name)
             host.group = group
@@ -39,6 +41,7 @@ class HostControls:
         if host is None:
             return False
         host.group.next_allowed = max(host.group.next_allowed, until)
+        self.store.save_next_allowed(host.id, host.group.next_allowed)  # a restart keeps the hold
         return True
 
     def set_crawl_delay(self, name: str, delay: float) -> None:
