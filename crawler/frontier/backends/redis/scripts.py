@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from redis import Redis, RedisCluster
+    from redis.commands.core import Script
 
 PACKAGE = "crawler.frontier.backends.redis"
 
@@ -45,11 +51,40 @@ FORCE = script("force.lua")
 UNANSWERED = script("unanswered.lua")
 
 
-def bodies(bloom: bool) -> dict[str, str]:
-    """Each script's text by the name ``RedisFrontier`` runs it under (``add``: the Bloom
-    seen set's with ``bloom``)."""
-    return {"add": ADD_BLOOM if bloom else ADD, "claim": CLAIM, "times": TIMES, "fetched": FETCHED,
-            "ack": ACK, "requeue": REQUEUE, "reap": REAP, "key": KEY, "heartbeat": HEARTBEAT,
-            "counts": COUNTS, "leaving": LEAVING, "leave": LEAVE, "due": DUE,
-            "requeue_dead": REQUEUE_DEAD, "revisit": REVISIT, "dead_host": DEAD_HOST, "demote": DEMOTE,
-            "force": FORCE, "unanswered": UNANSWERED}
+@dataclass(frozen=True)
+class FrontierScripts:
+    """The scripts of one ``RedisFrontier``, registered on its client: one typed attribute
+    each (``add``: the Bloom seen set's when the crawl keeps one)."""
+
+    add: Script
+    claim: Script
+    times: Script
+    fetched: Script
+    ack: Script
+    requeue: Script
+    reap: Script
+    key: Script
+    heartbeat: Script
+    counts: Script
+    leaving: Script
+    leave: Script
+    due: Script
+    requeue_dead: Script
+    revisit: Script
+    dead_host: Script
+    demote: Script
+    force: Script
+    unanswered: Script
+
+    @classmethod
+    def register(cls, client: Redis | RedisCluster, bloom: bool) -> FrontierScripts:
+        def on(body: str) -> Script:
+            return client.register_script(body)
+
+        return cls(
+            add=on(ADD_BLOOM if bloom else ADD), claim=on(CLAIM), times=on(TIMES), fetched=on(FETCHED),
+            ack=on(ACK), requeue=on(REQUEUE), reap=on(REAP), key=on(KEY), heartbeat=on(HEARTBEAT),
+            counts=on(COUNTS), leaving=on(LEAVING), leave=on(LEAVE), due=on(DUE),
+            requeue_dead=on(REQUEUE_DEAD), revisit=on(REVISIT), dead_host=on(DEAD_HOST), demote=on(DEMOTE),
+            force=on(FORCE), unanswered=on(UNANSWERED),
+        )

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from redis import Redis, RedisCluster
+from redis.commands.core import Script
 
 from crawler.context.keys import tagged
 from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
@@ -109,8 +110,7 @@ class RedisFrontier(RedisReporting):
         self.worker_id = worker_id or default_worker_id()
         self.worker_timeout = worker_timeout
         self.new_hosts: list[str] = []
-        self._scripts = {name: client.register_script(body)
-                         for name, body in scripts.bodies(bloom=bool(self.bloom)).items()}
+        self.scripts = scripts.FrontierScripts.register(client, bloom=bool(self.bloom))
         self._known_hosts: set[str] = set()
         self._cursor = 0  # this worker's position in the level cycle (PriorityLevels.host_level)
         # (fp, token): its group's times as its claim read them ('backoff last_gap crawl_delay'),
@@ -121,21 +121,21 @@ class RedisFrontier(RedisReporting):
             for i in range(self.bloom.bitmaps):
                 allocate(keys=[self.prefix + f"bloom:{i}"], args=[self.bloom.bits - 1])
 
-    def _call(self, name: str, args: tuple[ScriptArg, ...]) -> object:
+    def _call(self, script: Script, args: tuple[ScriptArg, ...]) -> object:
         left = self.budget.left(0)
         base: list[ScriptArg] = [self.levels.levels, "" if left is None else left]
-        return self._scripts[name](keys=[self.prefix], args=[*base, *args])
+        return script(keys=[self.prefix], args=[*base, *args])
 
     # The Lua scripts' replies are typed here, once: redis-py types a script's reply as Any
     # (or an Awaitable of it); each script replies with a list, or with one integer.
 
-    def _run(self, name: str, *args: ScriptArg) -> list[Any]:
-        """Run script ``name``, whose reply is a list (of integers, bulk strings, lists)."""
-        return cast(list[Any], self._call(name, args))
+    def _run(self, script: Script, *args: ScriptArg) -> list[Any]:
+        """Run ``script``, whose reply is a list (of integers, bulk strings, lists)."""
+        return cast(list[Any], self._call(script, args))
 
-    def _run_int(self, name: str, *args: ScriptArg) -> int:
-        """Run script ``name``, whose reply is one integer."""
-        return cast(int, self._call(name, args))
+    def _run_int(self, script: Script, *args: ScriptArg) -> int:
+        """Run ``script``, whose reply is one integer."""
+        return cast(int, self._call(script, args))
 
     @staticmethod
     def _fp(fp: int) -> bytes:
@@ -163,10 +163,10 @@ class RedisFrontier(RedisReporting):
                 self._known_hosts.add(e.host)
                 if self.redis.hget(self.prefix + f"host:{e.host}", "held") != b"0":
                     self.new_hosts.append(e.host)
-        added = [bool(flag) for flag in self._run("add", *args)]
+        added = [bool(flag) for flag in self._run(self.scripts.add, *args)]
         again = [i for i, flag in enumerate(added) if force and not flag]
         if again:
-            forced = self._run("force", *[a for i in again for a in (
+            forced = self._run(self.scripts.force, *[a for i in again for a in (
                 self._fp(entries[i].fp).hex(), entries[i].host, min(entries[i].level, self.levels.lowest),
                 entries[i].request)])
             for i, flag in zip(again, forced, strict=True):
@@ -191,7 +191,7 @@ class RedisFrontier(RedisReporting):
         cycle = self.levels.cycle
         if order is None:
             order = [cycle[(self._cursor + k) % len(cycle)] for k in range(min(most, len(cycle)))]
-        result = self._run("claim", now, now + self.lease_seconds, most, self.worker_id,
+        result = self._run(self.scripts.claim, now, now + self.lease_seconds, most, self.worker_id,
                            len(order), len(cycle), *order, *cycle)
         wait = result[0].decode()
         claims = [Claim(int(result[i], 16), result[i + 2].decode(), int(result[i + 1]),
@@ -221,7 +221,7 @@ class RedisFrontier(RedisReporting):
         entering_backoff = 0
         for attempt in range(3):
             if unread:
-                read = self._run("times", *[a for i in unread for a in (
+                read = self._run(self.scripts.times, *[a for i in unread for a in (
                     self._fp(fetches[i].fp).hex(), fetches[i].token)])
                 times.update((i, r[1]) for i, r in zip(unread, read, strict=True) if int(r[0]))
             decided: list[tuple[int, float, bool]] = []
@@ -235,7 +235,7 @@ class RedisFrontier(RedisReporting):
                          host.last_gap, "failed" if f.status is None else "fetched",
                          stored if attempt < 2 else ""]  # the last: as read
                 decided.append((i, gap, bool(host.backoff and not backoff)))
-            written = self._run("fetched", *args) if args else []
+            written = self._run(self.scripts.fetched, *args) if args else []
             times, unread = {}, []
             for (i, gap, entering), outcome in zip(decided, written, strict=True):
                 if int(outcome) == 2:
@@ -254,29 +254,29 @@ class RedisFrontier(RedisReporting):
         if not leases:
             return []
         args = [a for fp, token in leases for a in (self._fp(fp).hex(), token)]
-        return [bool(r) for r in self._run("ack", *args)]
+        return [bool(r) for r in self._run(self.scripts.ack, *args)]
 
     def ack(self, fp: int, token: int) -> bool:
         return self.ack_many([(fp, token)])[0]
 
     def requeue(self, fp: int, token: int, request: str) -> bool:
-        return bool(self._run_int("requeue", self._fp(fp).hex(), token, "1", request))
+        return bool(self._run_int(self.scripts.requeue, self._fp(fp).hex(), token, "1", request))
 
     def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
-        return bool(self._run_int("requeue", self._fp(fp).hex(), token, "2", request, due))
+        return bool(self._run_int(self.scripts.requeue, self._fp(fp).hex(), token, "2", request, due))
 
     def due_retries(self, now: float) -> int:
-        return self._run_int("due", now, "waiting", -1)
+        return self._run_int(self.scripts.due, now, "waiting", -1)
 
     def revisit_many(self, revisits: list[Revisit]) -> list[bool]:
         """End each lease, keeping the URL for its revisit: one script, one round trip."""
         if not revisits:
             return []
         args = [a for r in revisits for a in (self._fp(r.fp).hex(), r.token, r.request, r.due, r.fetched_at)]
-        return [bool(flag) for flag in self._run("revisit", *args)]
+        return [bool(flag) for flag in self._run(self.scripts.revisit, *args)]
 
     def due_revisits(self, now: float, limit: int = 10_000) -> int:
-        return self._run_int("due", now, "revisits", limit)
+        return self._run_int(self.scripts.due, now, "revisits", limit)
 
     def revisit_at(self, fp: int, host: str) -> tuple[float, float] | None:
         key = self._fp(fp).hex()
@@ -298,7 +298,7 @@ class RedisFrontier(RedisReporting):
         return float(first[0][1]) if first else None
 
     def dead_letter(self, fp: int, token: int, request: str, error: str, now: float) -> bool:
-        return bool(self._run_int("requeue", self._fp(fp).hex(), token, "3", request, error, now))
+        return bool(self._run_int(self.scripts.requeue, self._fp(fp).hex(), token, "3", request, error, now))
 
     def dead_letters(self) -> list[DeadLetter]:
         letters = []
@@ -308,10 +308,10 @@ class RedisFrontier(RedisReporting):
         return sorted(letters, key=lambda letter: letter.at)
 
     def requeue_dead(self, letter: DeadLetter, request: str) -> bool:
-        return bool(self._run_int("requeue_dead", self._fp(letter.fp).hex(), request))
+        return bool(self._run_int(self.scripts.requeue_dead, self._fp(letter.fp).hex(), request))
 
     def dead_letter_host(self, name: str, error: str, now: float) -> int:
-        return self._run_int("dead_host", name, error, now)
+        return self._run_int(self.scripts.dead_host, name, error, now)
 
     def host_queued(self, name: str) -> int:
         fields = [f"n{level}" for level in range(self.levels.levels)]
@@ -319,7 +319,7 @@ class RedisFrontier(RedisReporting):
         return sum(int(n or 0) for n in counts)
 
     def unanswered(self, name: str) -> int:
-        return self._run_int("unanswered", name)
+        return self._run_int(self.scripts.unanswered, name)
 
     def renew(self, fp: int, token: int, expires: float) -> None:
         """Extend a lease its holder still works on."""
@@ -328,7 +328,7 @@ class RedisFrontier(RedisReporting):
             self.redis.zadd(self.prefix + "leases", {key: expires}, xx=True)
 
     def reap(self, now: float) -> int:
-        return self._run_int("reap", now)
+        return self._run_int(self.scripts.reap, now)
 
     def heartbeat(self, now: float) -> list[tuple[str, int, float]]:
         """This worker is alive; the leases of workers silent for ``worker_timeout`` end
@@ -338,7 +338,7 @@ class RedisFrontier(RedisReporting):
         holds every worker's beats), and the others' first beats since may not be in yet;
         older than the timeout, it judges none for two beat intervals."""
         interval = beat_interval(self.worker_timeout)
-        found = self._run("heartbeat", now, self.worker_id, self.worker_timeout,
+        found = self._run(self.scripts.heartbeat, now, self.worker_id, self.worker_timeout,
                           self.worker_timeout - interval, 2 * interval)
         return [(w.decode(), int(n), float(silent)) for w, n, silent in found]
 
@@ -347,29 +347,30 @@ class RedisFrontier(RedisReporting):
         some this worker no longer knows of), the policy decides each host's allowed time here,
         and one gives back each lease still held as read."""
         triples = []
-        for fp, token, fetching, unanswered, next_allowed, last_gap in self._run("leaving", self.worker_id):
+        held = self._run(self.scripts.leaving, self.worker_id)
+        for fp, token, fetching, unanswered, next_allowed, last_gap in held:
             allowed = allowed_after_leave(float(next_allowed), now, fetching == b"1", float(last_gap),
                                           retry.hold_again(int(unanswered)))
             triples += [fp, token, allowed]
-        return self._run_int("leave", self.worker_id, *triples)
+        return self._run_int(self.scripts.leave, self.worker_id, *triples)
 
     def set_politeness_key(self, name: str, key: str) -> None:
-        self._run_int("key", name, key, "key")
+        self._run_int(self.scripts.key, name, key, "key")
 
     def defer(self, name: str, until: float) -> bool:
-        self._run_int("key", name, until, "defer")
+        self._run_int(self.scripts.key, name, until, "defer")
         return True
 
     def set_crawl_delay(self, name: str, delay: float) -> None:
-        self._run_int("key", name, delay, "delay")
+        self._run_int(self.scripts.key, name, delay, "delay")
 
     def demote(self, name: str, margin: int) -> int:
         claimed = int(self.redis.hget(self.prefix + f"host:{name}", "claims") or 0)
         pages = self.budget.demoted_left(claimed, margin)
-        return self._run_int("demote", name, pages, self.levels.lowest)
+        return self._run_int(self.scripts.demote, name, pages, self.levels.lowest)
 
     def pending_counts(self) -> tuple[int, int, int, int]:
-        queued, leased, waiting, revisits = self._run("counts")
+        queued, leased, waiting, revisits = self._run(self.scripts.counts)
         return int(queued), int(leased), int(waiting), int(revisits)
 
     def has_pending(self) -> bool:
