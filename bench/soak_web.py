@@ -124,5 +124,6 @@ class SoakWeb:
         handler.end_headers()
         if status != 304:
             handler.wfile.write(data)
+        end = time.time()  # before the lock: a thread waiting for it would record a later end
         with self._lock:
-            self.fetches.append(Fetch(host, path, status, start, time.time(), conditional))
+            self.fetches.append(Fetch(host, path, status, start, end, conditional))
