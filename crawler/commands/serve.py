@@ -17,17 +17,14 @@ from scrapy.utils.project import inside_project
 from crawler import defaults
 from crawler.commands import check_command_settings
 from crawler.net.resolver import policy_from_settings
-from crawler.service.app import create_app
-from crawler.service.backends import LocalBackend, ScrapydBackend
-from crawler.service.security import Gate, is_loopback, seed_resolver, service_token
-from crawler.service.server import listen, serve
-from crawler.service.service import CrawlService
 from crawler.spiders.web import WebSpider
 
 if TYPE_CHECKING:
     import argparse
 
     from scrapy.settings import BaseSettings
+
+    from crawler.service.service import CrawlService
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +67,13 @@ class Command(ScrapyCommand):
         parser.add_argument("--port", type=int, help=f"port to listen on (default {defaults.SERVE_PORT})")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        # The service's web stack (FastAPI, pydantic, uvicorn) is imported only to serve:
+        # Scrapy imports every command module for every command, `scrapy crawl` included.
+        from crawler.service.app import create_app
+        from crawler.service.backends import ScrapydBackend
+        from crawler.service.security import Gate, is_loopback, service_token
+        from crawler.service.server import listen, serve
+
         if args:
             raise UsageError(f"unexpected argument(s): {' '.join(args)}")
         s = self.settings
@@ -119,6 +123,10 @@ class Command(ScrapyCommand):
 
     @staticmethod
     def _service(s: BaseSettings, data_dir: Path) -> CrawlService:
+        from crawler.service.backends import LocalBackend, ScrapydBackend
+        from crawler.service.security import seed_resolver
+        from crawler.service.service import CrawlService
+
         settings = s.copy()
         settings.set("DATA_DIR", str(data_dir), priority="cmdline")
         forwarded = forwarded_settings(s)
