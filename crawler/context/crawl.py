@@ -2,7 +2,7 @@
 
 The crawl id (``crawl_id_of``), its key layout (``CrawlKeys``), the Redis client of its
 shared state beside the frontier (robots.txt cache, content index, trap state, pushed
-seeds) and the host key: each component asks ``CrawlContext.of(crawler)`` instead of
+seeds): each component asks ``CrawlContext.of(crawler)`` instead of
 deriving them again. The frontier keeps Redis clients of its own (one per shard, with
 no retry inside redis-py: ``crawler.scheduling.factory``).
 """
@@ -14,10 +14,9 @@ from weakref import WeakKeyDictionary
 
 from scrapy import signals
 
-from crawler.context.connection import first_redis, uses_cluster, uses_redis
+from crawler.context.connection import first_redis, uses_redis
 from crawler.context.crawl_id import crawl_id_of
 from crawler.context.keys import CrawlKeys
-from crawler.urls.keys import host_key
 
 if TYPE_CHECKING:
     from redis import Redis, RedisCluster
@@ -31,9 +30,6 @@ class CrawlContext:
     and closed when the engine stops (components do not close it)."""
 
     _of: WeakKeyDictionary[Crawler, CrawlContext] = WeakKeyDictionary()
-
-    #: The host every per-host rule (politeness, budgets, traps, robots.txt) keys on.
-    host_key = staticmethod(host_key)
 
     def __init__(self, settings: BaseSettings, crawl_id: str) -> None:
         self.settings = settings
@@ -55,10 +51,6 @@ class CrawlContext:
     def uses_redis(self) -> bool:
         """Whether the crawl's state is shared in Redis (``REDIS_URL`` or scrapy-redis's settings)."""
         return uses_redis(self.settings)
-
-    @property
-    def uses_cluster(self) -> bool:
-        return uses_cluster(self.settings)
 
     @property
     def redis(self) -> Redis | RedisCluster:

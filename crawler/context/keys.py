@@ -1,7 +1,7 @@
 """Where a crawl's keys live in Redis: every key of crawl ``<id>`` starts ``crawl:{<id>}:``.
 
 The braces are a Redis Cluster hash tag, so the crawl's keys share one slot; a Cluster
-crawl's frontier shards have tags of their own (``<id>:<n>``, ``shard``). Pure code: the
+crawl's frontier shards have tags of their own (``<id>:<n>``, ``tagged``). Pure code: the
 one place the key layout is written.
 """
 
@@ -32,12 +32,6 @@ class CrawlKeys:
     def key(self, *parts: str) -> str:
         """``crawl:{<crawl id>}:<part>:<part>...``."""
         return self.prefix + ":".join(parts)
-
-    def shard(self, tag: str) -> str:
-        """The prefix of a Cluster shard of this crawl, tag ``<crawl id>:<n>``."""
-        if not tag.startswith(self.crawl_id + ":"):
-            raise ValueError(f"shard tag {tag!r} is not one of crawl {self.crawl_id!r}")
-        return tagged(tag)
 
     @staticmethod
     def crawl_of(key: str) -> str | None:
