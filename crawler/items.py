@@ -62,9 +62,6 @@ class Page:
     revisit: str | None = None
     revisit_state: dict | None = None
     stored: dict | None = None
-    # What the page waits for before it is safe: its files' uploads (S3) or its fsync
-    # batch (a local disk); its URL is acked only once they are (crawler.signals.store_safe).
-    awaiting_store: list[str] = field(default_factory=list)
     # The fetch as it went over the wire (WireCaptureMiddleware), for its WARC records;
     # left out of feed exports, which carry ``html``.
     wire: Exchange | None = field(default=None, repr=False, metadata={"serializer": lambda _: None})
@@ -76,8 +73,7 @@ class Page:
 
 # Page fields a feed leaves out: the frontier's and the store's bookkeeping, the fetch as it
 # went over the wire, and ``html`` (there only when ``feed_html`` asks for it).
-BOOKKEEPING = frozenset({"last_visit", "revisit_state", "stored", "awaiting_store", "feed_html", "html",
-                         "wire"})
+BOOKKEEPING = frozenset({"last_visit", "revisit_state", "stored", "feed_html", "html", "wire"})
 
 
 def feed_record(page: Page) -> dict[str, Any]:

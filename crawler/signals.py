@@ -29,9 +29,19 @@ store_safe = object()
 
 #: A page a spider did not yield as an item was captured from its response: ``page``
 #: (a :class:`~crawler.items.Page`), ``response``. The page components take it in the
-#: order they were built (content seen, then the pipelines, then the scheduler), as they
-#: would the item, without it entering the project's own pipelines and feeds.
+#: order they were built (content seen, then the pipelines), as they would the item,
+#: without it entering the project's own pipelines and feeds.
 page_captured = object()
+
+#: ``page`` (from ``response``) repeats the page at URL ``original``: ``kind`` is ``exact`` or
+#: ``near`` (``ContentSeenMiddleware``), or ``soft_404`` (``TrapsMiddleware``). Sent as the
+#: middleware passes the page on, so before the spider that yielded it goes on: the ``web``
+#: spider then follows none of that response's links.
+page_duplicate = object()
+
+#: Every receiver of ``page_captured`` is done with ``page`` (``response``): for a captured
+#: page what ``item_scraped`` is for an item. The frontier scheduler takes its outcome.
+page_processed = object()
 
 #: The crawl has decided to close (``reason``: ``max_pages``, ``closespider_*``, ``shutdown``
 #: for a stop or SIGINT...), before Scrapy waits for the downloads in flight. Sent once, by

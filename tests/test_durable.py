@@ -10,6 +10,7 @@ from scrapy.signalmanager import SignalManager
 from scrapy.utils.test import get_crawler
 
 from crawler import signals as crawler_signals
+from crawler.context.outcomes import PageOutcomes
 from crawler.items import Page
 from crawler.pipelines.store import PageStorePipeline
 from crawler.store.durable import FsyncBatches
@@ -64,12 +65,15 @@ def test_the_pipeline_acks_and_indexes_a_page_only_after_its_fsync(tmp_path, fsy
     signals.connect(lambda name: fsyncs.append(("safe", name)), signal=crawler_signals.store_safe,
                     weak=False)
     index = PageIndex(tmp_path / "index")
+    outcomes = PageOutcomes()
+    outcomes.attach(signals)
     pipeline = PageStorePipeline(LocalStore(tmp_path / "store"), crawler.stats, roll_bytes=0,
-                                 signals=signals, index=index, fsync_interval=3600)
+                                 signals=signals, index=index, fsync_interval=3600, outcomes=outcomes)
     pipeline.open_spider()
     page = Page(url="http://a.test/", status=200, fetched_at=0.0, depth=0, html=b"<p>hi</p>", text="hi")
     pipeline.process_item(page)
-    assert page.awaiting_store == ["fsync:0"]
+    outcome = outcomes.take(page)
+    assert outcome is not None and outcome.stored and outcome.awaiting == ("fsync:0",)
     assert index.find("http://a.test/") is None  # not safe yet: not findable
     assert not any(kind == "safe" for kind, _ in fsyncs)
     pipeline._batches.sync()

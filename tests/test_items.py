@@ -59,7 +59,7 @@ def test_the_schema_refuses_bookkeeping_and_an_epoch_time():
     record = ItemAdapter(page).asdict()
     jsonschema.validate(record, SCHEMA)
     assert record["fetched_at"] == "2027-01-15T08:00:00.500Z" and record["simhash"] == "0000000000000001"
-    for wrong in ({"awaiting_store": []}, {"fetched_at": 1_800_000_000.5}, {"simhash": 1}):
+    for wrong in ({"revisit_state": {}}, {"fetched_at": 1_800_000_000.5}, {"simhash": 1}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate({**record, **wrong}, SCHEMA)
     # The fields another part may add are allowed, as strings or null.

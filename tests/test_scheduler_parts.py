@@ -14,6 +14,7 @@ from scrapy.signalmanager import SignalManager
 from twisted.internet import defer
 
 from crawler import signals as crawler_signals
+from crawler.context.outcomes import PageOutcome
 from crawler.frontier.api import Entry, Fetch, FrontierUnavailable
 from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
 from crawler.frontier.backends.redis.shard_steps import ShardPauses
@@ -22,7 +23,7 @@ from crawler.frontier.outages import OutageNotices
 from crawler.frontier.policy import PolitenessPolicy
 from crawler.scheduling.calls import InlineCalls
 from crawler.scheduling.client import AddStep, FrontierClient
-from crawler.scheduling.codec import FAILED_META, revisit_request
+from crawler.scheduling.codec import FAILED_META, LEASE_META, revisit_request
 from crawler.scheduling.fetches import FETCH_META, FetchReports
 from crawler.scheduling.host_news import HostNews
 from crawler.scheduling.leases import LeaseBook
@@ -38,9 +39,11 @@ def test_the_lease_book_sorts_finished_requests_by_how_their_lease_ends():
         book.hand_out(request, i, 100 + i)
     failed.meta[FAILED_META] = FetchFailure(FailureKind.TRANSIENT, "callback: boom")
     kept.meta["frontier_keep_lease"] = True
-    book.page_stored(uploading, ["warc/a", "meta/a"])
-    book.page_judged((1, 101), {"next_visit": 5.0})
-    book.page_judged((2, 102), {"next_visit": 5.0})
+    for request, lease in ((done, (1, 101)), (failed, (2, 102)), (uploading, (4, 104))):
+        request.meta[LEASE_META] = lease
+    book.page_done(uploading, PageOutcome(stored=True, awaiting=("meta/a", "warc/a")))
+    book.page_done(done, PageOutcome(revisit_state={"next_visit": 5.0}))
+    book.page_done(failed, PageOutcome(revisit_state={"next_visit": 5.0}))
     finished = book.finished({running})
     assert [fp for _, fp, _ in finished.done] == [1]
     assert [(fp, str(failure)) for _, fp, _, failure in finished.failed] == [(2, "callback: boom")]
@@ -130,8 +133,8 @@ def test_the_lease_book_counts_pages_waiting_for_uploads_apart_from_those_waitin
     synced, uploaded = Request("http://a.test/1"), Request("http://a.test/2")
     book.hand_out(synced, 1, 101)
     book.hand_out(uploaded, 2, 102)
-    book.page_stored(synced, ["fsync:0"])
-    book.page_stored(uploaded, ["fsync:0", "warc/a"])
+    book.page_done(synced, PageOutcome(stored=True, awaiting=("fsync:0",)))
+    book.page_done(uploaded, PageOutcome(stored=True, awaiting=("fsync:0", "warc/a")))
     book.finished(set())
     assert (book.awaiting_store, book.awaiting_upload) == (2, 1)
     book.stored_safely("fsync:0")

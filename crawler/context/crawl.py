@@ -2,7 +2,8 @@
 
 The crawl id (``crawl_id_of``), its key layout (``CrawlKeys``), the Redis client of its
 shared state beside the frontier (robots.txt cache, content index, trap state, pushed
-seeds): each component asks ``CrawlContext.of(crawler)`` instead of
+seeds) and the I/O threads that call it, and the pages' outcomes on their way to the
+scheduler (``PageOutcomes``): each component asks ``CrawlContext.of(crawler)`` instead of
 deriving them again. The frontier keeps Redis clients of its own (one per shard, with
 no retry inside redis-py: ``crawler.scheduling.factory``).
 """
@@ -14,9 +15,12 @@ from weakref import WeakKeyDictionary
 
 from scrapy import signals
 
+from crawler import defaults
 from crawler.context.connection import first_redis, uses_redis
 from crawler.context.crawl_id import crawl_id_of
 from crawler.context.keys import CrawlKeys
+from crawler.context.outcomes import PageOutcomes
+from crawler.iothread import SparedCalls
 
 if TYPE_CHECKING:
     from redis import Redis, RedisCluster
@@ -31,10 +35,12 @@ class CrawlContext:
 
     _of: WeakKeyDictionary[Crawler, CrawlContext] = WeakKeyDictionary()
 
-    def __init__(self, settings: BaseSettings, crawl_id: str) -> None:
+    def __init__(self, crawler: Crawler, settings: BaseSettings, crawl_id: str) -> None:
+        self.crawler = crawler
         self.settings = settings
         self.crawl_id = crawl_id
         self.keys = CrawlKeys(crawl_id)
+        self.outcomes = PageOutcomes()
         self._redis: Redis | RedisCluster | None = None
 
     @classmethod
@@ -43,7 +49,7 @@ class CrawlContext:
         ask before ``crawler.spider`` is set)."""
         context = cls._of.get(crawler)
         if context is None:
-            context = cls._of[crawler] = cls(crawler.settings, crawl_id_of(crawler, spider))
+            context = cls._of[crawler] = cls(crawler, crawler.settings, crawl_id_of(crawler, spider))
             crawler.signals.connect(context.close, signal=signals.engine_stopped)
         return context
 
@@ -58,6 +64,14 @@ class CrawlContext:
         if self._redis is None:
             self._redis = first_redis(self.settings)
         return self._redis
+
+    def spared_calls(self, name: str) -> SparedCalls:
+        """A new I/O thread ``name`` for one component's Redis calls, given up on after
+        ``REDIS_STALL_SECONDS`` and stopped when the spider closes. One per component, so
+        that a component whose server stalls holds no other's calls."""
+        calls = SparedCalls(name, self.settings.getfloat("REDIS_STALL_SECONDS", defaults.REDIS_STALL_SECONDS))
+        self.crawler.signals.connect(calls.stop, signal=signals.spider_closed)
+        return calls
 
     def close(self) -> None:
         if self._redis is not None:

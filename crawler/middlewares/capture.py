@@ -51,6 +51,7 @@ class PageCaptureMiddleware:
         self.crawler.stats.inc_value("capture/pages")
         results = self.crawler.signals.send_catch_log(crawler_signals.page_captured, page=page,
                                                       response=response)
+        self.crawler.signals.send_catch_log(crawler_signals.page_processed, page=page, response=response)
         if any(isinstance(result, Failure) for _, result in results):
             # Logged by the signal manager; not stored: an attempt that failed.
             if response.request is not None:  # None only for a response made by hand

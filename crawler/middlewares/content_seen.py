@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from redis import RedisCluster
 from redis.exceptions import RedisError
-from scrapy import Request, signals
+from scrapy import Request
 
 from crawler import defaults
 from crawler import signals as crawler_signals
@@ -27,6 +27,7 @@ from crawler.urls.keys import url_host
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.signalmanager import SignalManager
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
@@ -41,9 +42,10 @@ class ContentSeenMiddleware:
     a mirror, one page under many URLs) or, with at least ``SIMHASH_MIN_WORDS`` words,
     a simhash within ``SIMHASH_MAX_DISTANCE`` bits (a near copy: a changed date, an ad
     block, small edits), found through a 4-table pigeonhole index. A duplicate gets
-    ``duplicate_of`` (the first page's URL) and the Requests its response yields are
-    dropped. Pages without text are never duplicates (a script-only page says nothing
-    of its links). Per-host duplicate rates are kept for the trap defences.
+    ``duplicate_of`` (the first page's URL), is said with the ``page_duplicate`` signal,
+    and the Requests its response yields are dropped. Pages without text are never
+    duplicates (a script-only page says nothing of its links). Per-host duplicate rates
+    are kept for the trap defences.
 
     The pages seen are kept in this process (``MemoryContentIndex``), or with
     ``REDIS_URL`` in Redis for all workers of the crawl (``RedisContentIndex``; the
@@ -58,8 +60,10 @@ class ContentSeenMiddleware:
     """
 
     def __init__(self, stats: StatsCollector, max_distance: int, min_words: int,
-                 index: ContentIndex | None = None, calls: SparedCalls | None = None) -> None:
+                 index: ContentIndex | None = None, calls: SparedCalls | None = None,
+                 signals: SignalManager | None = None) -> None:
         self.stats = stats
+        self.signals = signals  # page_duplicate is sent through it
         self.clock = StageClock(stats)
         self.same = SameText(max_distance, min_words)  # the crawl's one test of the same page
         self.index = index if index is not None else MemoryContentIndex(max_distance)
@@ -80,24 +84,22 @@ class ContentSeenMiddleware:
                 index = cluster_content_index(client, s, crawl_id, max_distance)
             else:
                 index = RedisContentIndex(client, crawl_id, max_distance)
-            calls = SparedCalls("content-index-io", s.getfloat("REDIS_STALL_SECONDS",
-                                                               defaults.REDIS_STALL_SECONDS))
+            calls = context.spared_calls("content-index-io")
         middleware = cls(crawler.stats, max_distance,
-                         s.getint("SIMHASH_MIN_WORDS", defaults.SIMHASH_MIN_WORDS), index, calls)
+                         s.getint("SIMHASH_MIN_WORDS", defaults.SIMHASH_MIN_WORDS), index, calls,
+                         crawler.signals)
         crawler.signals.connect(middleware.page_captured, signal=crawler_signals.page_captured)
-        if calls is not None:
-            crawler.signals.connect(calls.stop, signal=signals.spider_closed)
         return middleware
 
     def page_captured(self, page: Page, response: Response) -> None:
         """A page captured from another spider's response is checked like a yielded one."""
-        self.check(page)
+        self.check(page, response)
 
     def duplicate_rate(self, host: str) -> float:
         """Share of a host's pages with text that were duplicates (0 when none seen)."""
         return self.index.duplicate_rate(host)
 
-    def check(self, page: Page) -> bool:
+    def check(self, page: Page, response: Response | None = None) -> bool:
         """Fingerprint ``page``, record it, and tell whether it duplicates an earlier one.
         A revisit answered 304, or whose text is its last visit's, is no duplicate: it is
         the page itself, already in the index."""
@@ -105,17 +107,18 @@ class ContentSeenMiddleware:
         if lookup is None:
             return False
         try:
-            return self._judge(page, self.index.check_and_add(*lookup))
+            return self._judge(page, self.index.check_and_add(*lookup), response)
         except RedisError as error:
             return self._unreachable(error)
 
-    async def check_async(self, page: Page) -> bool:
+    async def check_async(self, page: Page, response: Response | None = None) -> bool:
         """``check``, its index call off the reactor when the index is shared."""
         lookup = self._lookup(page)
         if lookup is None:
             return False
         try:
-            return self._judge(page, await spared_or_inline(self.calls, self.index.check_and_add, *lookup))
+            match = await spared_or_inline(self.calls, self.index.check_and_add, *lookup)
+            return self._judge(page, match, response)
         except RedisError as error:
             return self._unreachable(error)
 
@@ -143,8 +146,9 @@ class ContentSeenMiddleware:
         self._index_down = True
         return False
 
-    def _judge(self, page: Page, match: Any) -> bool:
-        """Record the index's answer on ``page``; whether it is a duplicate."""
+    def _judge(self, page: Page, match: Any, response: Response | None) -> bool:
+        """Record the index's answer on ``page`` and say a duplicate (``page_duplicate``);
+        whether it is one."""
         if self._index_down:
             logger.info("Content index answers again")
             self._index_down = False
@@ -154,12 +158,15 @@ class ContentSeenMiddleware:
         page.duplicate_of, page.duplicate_kind = match.original, match.kind
         self.stats.inc_value(f"dedup/{match.kind}")
         logger.debug("%s duplicates %s (%s)", page.url, match.original, match.kind)
+        if self.signals is not None:
+            self.signals.send_catch_log(crawler_signals.page_duplicate, page=page, response=response,
+                                        original=match.original, kind=match.kind)
         return True
 
-    def _route(self, obj: Any, state: list[bool]) -> bool:
+    def _route(self, obj: Any, state: list[bool], response: Response) -> bool:
         """Whether to pass ``obj`` on; ``state[0]`` is "this response's page is a duplicate"."""
         if isinstance(obj, Page):
-            state[0] = self.check(obj)
+            state[0] = self.check(obj, response)
             return True
         if state[0] and isinstance(obj, Request):
             self.stats.inc_value("dedup/links_dropped")
@@ -169,7 +176,7 @@ class ContentSeenMiddleware:
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         state = [False]
         for obj in result:
-            if self._route(obj, state):
+            if self._route(obj, state, response):
                 yield obj
 
     async def process_spider_output_async(
@@ -178,7 +185,7 @@ class ContentSeenMiddleware:
         state = [False]
         async for obj in result:
             if isinstance(obj, Page):
-                state[0] = await self.check_async(obj)
+                state[0] = await self.check_async(obj, response)
                 yield obj
-            elif self._route(obj, state):
+            elif self._route(obj, state, response):
                 yield obj

@@ -25,7 +25,6 @@ from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.context.crawl import CrawlContext
 from crawler.frontier.failure import FailureKind, FetchFailure
-from crawler.iothread import SparedCalls
 from crawler.middlewares.decompression import CUT_FLAG, DECODED_KEEP_PREFIX, DECODED_MAXSIZE
 from crawler.robots.cache import RobotsCachePolicy, RobotsEntry, RobotsLru, SharedRobotsCache
 from crawler.robots.rules import ROBOTS_MAX_BYTES, RobotsRules, product_token
@@ -139,10 +138,8 @@ class RobotsMiddleware:
         crawler.signals.connect(middleware._bytes_received, signal=signals.bytes_received)
         context = CrawlContext.of(crawler)
         if context.uses_redis:
-            calls = SparedCalls("robots-cache-io", s.getfloat("REDIS_STALL_SECONDS",
-                                                              defaults.REDIS_STALL_SECONDS))
-            crawler.signals.connect(calls.stop, signal=signals.spider_closed)
-            middleware.shared = SharedRobotsCache(context.redis, context.keys.key("robots:"), calls)
+            middleware.shared = SharedRobotsCache(context.redis, context.keys.key("robots:"),
+                                                  context.spared_calls("robots-cache-io"))
         return middleware
 
     @property

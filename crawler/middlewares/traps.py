@@ -89,10 +89,9 @@ class TrapsMiddleware:
         )
         store = trap_store(crawler)
         calls = None
-        if CrawlContext.of(crawler).uses_redis:
-            stall = s.getfloat("REDIS_STALL_SECONDS", defaults.REDIS_STALL_SECONDS)
-            calls = SparedCalls("trap-state-io", stall)
-            crawler.signals.connect(calls.stop, signal=signals.spider_closed)  # before the store closes
+        context = CrawlContext.of(crawler)
+        if context.uses_redis:
+            calls = context.spared_calls("trap-state-io")  # stopped before the store closes
         middleware = cls(crawler, Traps(store, crawler.stats, settings),
                          s.getbool("TRAP_SOFT_404_PROBE", defaults.TRAP_SOFT_404_PROBE),
                          s.getint("TRAP_DEMOTED_MARGIN", defaults.TRAP_DEMOTED_MARGIN), calls)
@@ -131,7 +130,7 @@ class TrapsMiddleware:
         digest, simhash, _ = content_fingerprints(answer.text)
         self.traps.probe_answered(url_host(answer.url), Probe(answer.url, digest, simhash))
 
-    async def _route(self, obj: Any) -> list[Any]:
+    async def _route(self, obj: Any, response: Response | None = None) -> list[Any]:
         """What goes on in place of ``obj``: the host's probe first where it is due."""
         probe, demote = None, False
         try:
@@ -143,6 +142,9 @@ class TrapsMiddleware:
                 probe = await self._probe_for(obj)
         except RedisError as error:
             self.store_unreachable(error)
+        if isinstance(obj, Page) and obj.soft_404 and obj.duplicate_of is not None:
+            self.crawler.signals.send_catch_log(crawler_signals.page_duplicate, page=obj, response=response,
+                                                original=obj.duplicate_of, kind="soft_404")
         if demote:
             self.crawler.signals.send_catch_log(crawler_signals.host_demoted, host=url_host(obj.url),
                                                 margin=self.margin)
@@ -196,7 +198,7 @@ class TrapsMiddleware:
                                     result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         # Async only: Scrapy 2.13+ hands every middleware an async iterable.
         async for obj in result:
-            for out in await self._route(obj):
+            for out in await self._route(obj, response):
                 yield out
 
 

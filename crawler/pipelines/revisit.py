@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from crawler import defaults
 from crawler import signals as crawler_signals
+from crawler.context.crawl import CrawlContext
+from crawler.context.outcomes import PageOutcomes
 from crawler.freshness.revisit import FIRST, HotShare, RevisitPolicy, RevisitState, importance, revisit_phase
 from crawler.items import Page
 
@@ -22,7 +24,8 @@ class RevisitPipeline:
     """Compares each :class:`~crawler.items.Page` with its last visit (kept in its request,
     ``Page.last_visit``) and sets ``Page.revisit`` (first, changed, unchanged or
     not_modified) and ``Page.revisit_state``, the state its next visit starts from and
-    when that falls due. The frontier scheduler keeps that state with the URL; the store
+    when that falls due. The frontier scheduler keeps that state with the URL (told
+    through ``PageOutcomes``); the store
     writes an unchanged page as a WARC revisit record, not a second copy.
 
     Runs after the content hashes (``ContentSeenMiddleware`` or ``ContentHashPipeline``)
@@ -32,10 +35,12 @@ class RevisitPipeline:
     ``revisit/unchanged``, ``revisit/not_modified``.
     """
 
-    def __init__(self, policy: RevisitPolicy, hot: HotShare, stats: StatsCollector) -> None:
+    def __init__(self, policy: RevisitPolicy, hot: HotShare, stats: StatsCollector,
+                 outcomes: PageOutcomes | None = None) -> None:
         self.policy = policy
         self.hot = hot
         self.stats = stats
+        self.outcomes = outcomes if outcomes is not None else PageOutcomes()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RevisitPipeline:
@@ -49,6 +54,7 @@ class RevisitPipeline:
                           s.getfloat("REVISIT_JITTER", defaults.REVISIT_JITTER)),
             HotShare(s.getfloat("REVISIT_HOT_SHARE", defaults.REVISIT_HOT_SHARE)),
             crawler.stats,
+            CrawlContext.of(crawler).outcomes,
         )
         crawler.signals.connect(pipeline.page_captured, signal=crawler_signals.page_captured)
         return pipeline
@@ -65,6 +71,7 @@ class RevisitPipeline:
                 revisit_phase(item.url))
             self.hot.record(previous is not None and self.policy.is_hot(state.interval))
             item.revisit, item.revisit_state = result, state.as_dict()
+            self.outcomes.judged(item, item.revisit_state)
             if result != FIRST:
                 self.stats.inc_value(f"revisit/{result}")
         return item

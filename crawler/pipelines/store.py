@@ -17,6 +17,7 @@ from scrapy.utils.defer import deferred_from_coro
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.context.crawl import CrawlContext
+from crawler.context.outcomes import PageOutcomes
 from crawler.freshness.revisit import NOT_MODIFIED, UNCHANGED
 from crawler.items import Page
 from crawler.paths import data_path
@@ -154,8 +155,10 @@ class PageStorePipeline:
                  roll_seconds: float = 0, signals: SignalManager | None = None,
                  gzip_level: int = defaults.STORE_GZIP_LEVEL, index: PageIndex | None = None,
                  fsync_interval: float = defaults.STORE_FSYNC_INTERVAL,
-                 info: dict[str, str] | None = None, space: StoreSpaceWatch | None = None) -> None:
+                 info: dict[str, str] | None = None, space: StoreSpaceWatch | None = None,
+                 outcomes: PageOutcomes | None = None) -> None:
         self.store = store
+        self.outcomes = outcomes if outcomes is not None else PageOutcomes()
         self.space = space
         self.index = index
         self.root = str(store.root if store.remote else Path(store.root).resolve())
@@ -192,6 +195,7 @@ class PageStorePipeline:
             settings.getint("STORE_GZIP_LEVEL", defaults.STORE_GZIP_LEVEL),
             PageIndex(data_path(settings, "STORE_INDEX_DIR")),
             settings.getfloat("STORE_FSYNC_INTERVAL", defaults.STORE_FSYNC_INTERVAL),
+            outcomes=CrawlContext.of(crawler).outcomes,
         )
         pipeline.space = StoreSpaceWatch(
             pipeline.store.writes_to, crawler.stats, crawler.signals,
@@ -285,7 +289,7 @@ class PageStorePipeline:
         warc, meta = self._files()
         start = self.clock.now()
         try:
-            self._store(item)
+            awaiting = self._store(item)
         except OSError as error:
             if not is_no_space(error) or self.space is None:
                 raise
@@ -296,6 +300,7 @@ class PageStorePipeline:
             raise StoreFull(f"not stored, the store has no room: {item.url}") from None
         warc.mark_whole()
         meta.mark_whole()
+        self.outcomes.stored(item, awaiting, item.revisit_state)
         self.clock.add("store", start)
         return item
 
@@ -353,7 +358,8 @@ class PageStorePipeline:
         self.stats.inc_value("store/html_bytes", len(item.html))
         return archived, text
 
-    def _store(self, item: Page) -> None:
+    def _store(self, item: Page) -> set[str]:
+        """Write the page's records; what it waits for to be safe (uploads, an fsync batch)."""
         exchange = item.wire or page_exchange(item)
         item.wire = None  # its bytes are written: not held with the item
         digest = payload_digest(exchange.body)
@@ -377,10 +383,8 @@ class PageStorePipeline:
         else:
             batch = self._batches.written()
             awaiting = {batch} if batch else set()
-        item.awaiting_store = sorted(awaiting)
-        if row is None:
-            return
-        if awaiting:
-            self._unindexed.append((awaiting, row))
-        elif self.index is not None:
+        if row is not None and awaiting:
+            self._unindexed.append((set(awaiting), row))
+        elif row is not None and self.index is not None:
             self.index.add([row])
+        return awaiting

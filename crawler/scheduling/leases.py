@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 
 from scrapy import Request
 
+from crawler.context.outcomes import PageOutcome
 from crawler.frontier.failure import FetchFailure
-from crawler.scheduling.codec import FAILED_META, KEEP_LEASE_META, REQUEUE_META
+from crawler.scheduling.codec import FAILED_META, KEEP_LEASE_META, LEASE_META, REQUEUE_META
 from crawler.store.durable import BATCH_PREFIX
 
 Lease = tuple[int, int]  # (fingerprint, token)
@@ -64,13 +65,14 @@ class LeaseBook:
         yield from ((fp, token) for _, fp, token in self._handed_out)
         yield from self._waiting_files
 
-    def page_stored(self, request: Request, names: list[str]) -> None:
-        """The page of ``request`` is safe once each of ``names`` is (``stored_safely``)."""
-        request.meta.setdefault(_AWAITING, set()).update(names)
-
-    def page_judged(self, lease: Lease, state: dict) -> None:
-        """The revisit state of the page fetched under ``lease``."""
-        self._revisit_states[lease] = state
+    def page_done(self, request: Request, outcome: PageOutcome) -> None:
+        """The pipelines' outcome for the page of ``request``: the revisit state its lease
+        ends with, and the names (uploads, fsync batches) it is safe once each of is."""
+        lease = request.meta.get(LEASE_META)
+        if outcome.revisit_state is not None and lease is not None:
+            self._revisit_states[(lease[0], lease[1])] = outcome.revisit_state
+        if outcome.stored and outcome.awaiting:
+            request.meta.setdefault(_AWAITING, set()).update(outcome.awaiting)
 
     def revisit_state(self, lease: Lease) -> dict | None:
         """The state a finished lease's revisit starts from (once), or None: a plain ack."""

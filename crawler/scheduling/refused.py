@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapy.core.scheduler import BaseScheduler
@@ -12,6 +13,8 @@ from scrapy.utils.defer import deferred_from_coro
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
+
+    from crawler.frontier.api import CrawlStateInUse
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +30,18 @@ class RefusedScheduler(BaseScheduler):
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+
+    @classmethod
+    def saying(cls, crawler: Crawler, crawl_id: str, refusal: CrawlStateInUse) -> RefusedScheduler:
+        """The scheduler of crawl ``crawl_id``, refused by its frontier: said in one ERROR
+        line that names the process holding it."""
+        from crawler.commands import lock_holder, process_command  # the command line says the same
+
+        holder = lock_holder(Path(refusal.state_dir) / "frontier.sqlite") or "another process"
+        logger.error("Crawl %s is running in %s, nothing was fetched: wait for it to end, or set "
+                     "CRAWL_ID to another id to run a second crawl of the same seeds", crawl_id,
+                     process_command(holder))
+        return cls(crawler)
 
     def open(self, spider: Spider) -> None:
         engine = self.crawler.engine

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -125,6 +124,8 @@ class FrontierScheduler(BaseScheduler):
                                  self.waker.in_seconds, stall)
         self.link.counts_read = self._counts_read
         self.leases = LeaseBook()
+        self.outcomes = CrawlContext.of(crawler).outcomes
+        self.outcomes.attach(crawler.signals)
         self.in_memory: deque[Request] = deque()  # requests the frontier cannot store (Intake)
         client = self.link.client
         self.intake = Intake(crawler.request_fingerprinter, levels, crawler.stats, client, lambda:
@@ -142,7 +143,7 @@ class FrontierScheduler(BaseScheduler):
             (self.failures.item_dropped, signals.item_dropped),
             (self.failures.spider_error, signals.spider_error),
             (self._item_scraped, signals.item_scraped),
-            (self._page_stored, crawler_signals.page_captured),
+            (self._page_done, crawler_signals.page_processed),
             (self._stored_safely, crawler_signals.store_safe),
             (self.failures.host_answered, signals.response_downloaded),
         ):
@@ -158,13 +159,7 @@ class FrontierScheduler(BaseScheduler):
         try:
             frontier = open_frontier(s, crawl_id, levels)
         except CrawlStateInUse as refusal:
-            from crawler.commands import lock_holder, process_command  # the command line says the same
-
-            holder = lock_holder(Path(refusal.state_dir) / "frontier.sqlite") or "another process"
-            logger.error("Crawl %s is running in %s, nothing was fetched: wait for it to end, or set "
-                         "CRAWL_ID to another id to run a second crawl of the same seeds", crawl_id,
-                         process_command(holder))
-            return RefusedScheduler(crawler)
+            return RefusedScheduler.saying(crawler, crawl_id, refusal)
         if s.getfloat("DOWNLOAD_DELAY") or s.getbool("AUTOTHROTTLE_ENABLED"):
             logger.warning("FrontierScheduler keeps politeness itself: set DOWNLOAD_DELAY = 0 and "
                            "AUTOTHROTTLE_ENABLED = False, or Scrapy adds delays of its own.")
@@ -380,21 +375,17 @@ class FrontierScheduler(BaseScheduler):
 
     def _item_scraped(self, item: Any, response: Response) -> None:
         if isinstance(item, Page):  # a project's own items are not pages stored
-            self._page_stored(item, response)
+            self._page_done(item, response)
 
-    def _page_stored(self, page: Page, response: Response) -> None:
-        """A page went through the pipelines (the scheduler, built last, hears of it last)."""
+    def _page_done(self, page: Page, response: Response) -> None:
+        """Scrapy is done with ``page``: its outcome in the pipelines goes with its lease."""
+        outcome = self.outcomes.take(page)
         request = response.request if response is not None else None
-        if request is None:
+        if outcome is None or request is None:
             return
-        lease = request.meta.get(LEASE_META)
-        if page.revisit_state is not None and lease is not None:
-            self.leases.page_judged(tuple(lease), page.revisit_state)
-        if page.stored is None:
-            return  # no store, or it failed there
-        self.link.client.count("stored")
-        if page.awaiting_store:
-            self.leases.page_stored(request, page.awaiting_store)
+        self.leases.page_done(request, outcome)
+        if outcome.stored:  # not: no store, or it failed there
+            self.link.client.count("stored")
 
     def _stored_safely(self, name: str) -> None:
         """An upload or fsync batch is safe: the URLs whose pages all waited for it are done."""

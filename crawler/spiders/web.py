@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
+from weakref import WeakSet
 
 import scrapy
 from lxml import etree
@@ -107,12 +108,14 @@ class WebSpider(scrapy.Spider):
         self._max_pages_arg = max_pages
         self.pages = 0
         self.pushed_seeds: PushedSeeds | None = None
+        self._duplicates: WeakSet[Response] = WeakSet()  # responses whose page repeats another
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider._configure(crawler)
         crawler.signals.connect(spider._prepare, signal=signals.spider_opened)
+        crawler.signals.connect(spider._page_duplicate, signal=crawler_signals.page_duplicate)
         _freeze_the_process()
         if crawler.settings.getbool("SITEMAP_FOLLOW", defaults.SITEMAP_FOLLOW):
             crawler.signals.connect(spider.sitemaps_found, signal=crawler_signals.sitemaps_found)
@@ -227,7 +230,7 @@ class WebSpider(scrapy.Spider):
         if asks.nofollow:
             stats.inc_value("robots/meta/nofollow")
         else:
-            yield from self._follow(page, hrefs, base, depth)
+            yield from self._follow(response, hrefs, base, depth)
         if self.max_pages and self.pages >= self.max_pages:
             raise CloseSpider("max_pages")  # after its links are queued: a resume goes on from there
 
@@ -252,10 +255,15 @@ class WebSpider(scrapy.Spider):
             tree = parse_html(response.body, response.encoding)
             yield ProbeAnswer(response.url, page_text(tree, self.text_mode).text)
 
-    def _follow(self, page: Page, hrefs: list[str], base: str, depth: int) -> Iterator[scrapy.Request]:
-        if page.duplicate_of:
-            # ContentSeenMiddleware marked it as it passed: its links are not followed, and
-            # not handed to the link follower either, which would remember them as handled.
+    def _page_duplicate(self, page: Page, response: Response | None, original: str, kind: str) -> None:
+        if response is not None:
+            self._duplicates.add(response)
+
+    def _follow(self, response: Response, hrefs: list[str], base: str,
+                depth: int) -> Iterator[scrapy.Request]:
+        if response in self._duplicates:
+            # Said (page_duplicate) as its page passed the middlewares: its links are not
+            # followed, nor handed to the link follower, which would remember them as handled.
             return
         if self.depth_limit and depth + 1 > self.depth_limit:
             self.crawler.stats.inc_value("traps/dropped/depth", len(hrefs))
