@@ -34,7 +34,7 @@ def crawl_arguments(crawl: Crawl, seeds: str, data_dir: Path,
     spec = crawl.spec
     pairs = [("a", f"seeds={seeds}"), ("a", f"scope={spec['scope']}"),
              ("a", f"max_pages={spec['max_pages']}")]
-    # INFO at least: the service reads the crawl's end ("Spider closed") and bound from its log.
+    # INFO at least: the service reads the crawl's end ("Spider closed (reason)") from its log.
     settings = {**forwarded, **spec["settings"], "CRAWL_ID": crawl.crawl_id, "DATA_DIR": str(data_dir),
                 "LOG_LEVEL": "INFO"}
     return pairs + [("s", f"{name}={value}") for name, value in settings.items()]
