@@ -94,12 +94,21 @@ def test_every_file_passes_warcio_check_and_index(archive):
         assert '"warc-type": "warcinfo"' in index
 
 
+def path_of(record) -> str:
+    return "/" + record.rec_headers.get_header("WARC-Target-URI").split("/", 3)[3]
+
+
 def test_every_fetch_has_a_request_and_a_response_record_with_the_servers_address(archive):
     records = all_records(archive)
     answers = {r.rec_headers.get_header("WARC-Record-ID"): r for r in records
                if r.rec_type in ("response", "revisit")}
     requests = [r for r in records if r.rec_type == "request"]
-    assert len(requests) == len(answers) >= 8
+    tied = Counter(r.rec_headers.get_header("WARC-Concurrent-To") for r in requests)
+    assert set(tied) == set(answers) and set(tied.values()) == {1}  # one request each, one answer each
+    # Each request nginx answered the crawler, as many times as it did, and nothing else.
+    archived = Counter((path_of(answer), answer.http_headers.get_statuscode()) for answer in answers.values())
+    assert archived == Counter(archive.fetches)
+    assert len(archive.fetches) >= 20 and ("/gone.html", "404") in archived
     for request in requests:
         answer = answers[request.rec_headers.get_header("WARC-Concurrent-To")]
         assert request.rec_headers.get_header("WARC-Target-URI") == answer.rec_headers.get_header(
@@ -136,7 +145,7 @@ def test_each_stored_payload_is_the_servers_gzip_bytes(archive):
     assert checked >= 5  # the pages, the home page and robots.txt
 
 
-def test_robots_txt_and_the_redirect_are_archived(archive):
+def test_robots_txt_the_redirect_and_the_error_page_are_archived(archive):
     records = all_records(archive)
     by_path = Counter()
     for record in records:
@@ -148,8 +157,12 @@ def test_robots_txt_and_the_redirect_are_archived(archive):
             if url.endswith("/old.html"):
                 assert record.http_headers.get_statuscode() == "301"
                 assert record.http_headers.get_header("Location").endswith("/a.html")
+            if url.endswith("/gone.html"):
+                assert record.http_headers.get_statuscode() == "404"
+                assert b"404 Not Found" in gzip.decompress(record.raw)
     assert by_path["robots.txt"] >= 1
     assert by_path["old.html"] >= 1
+    assert by_path["gone.html"] >= 1
 
 
 def test_a_noindex_page_is_archived_but_not_stored_as_a_page(archive):
