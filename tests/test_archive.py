@@ -194,8 +194,15 @@ def test_an_identical_copy_and_an_unchanged_page_are_revisits_with_their_referen
     records = all_records(archive)
     by_id = {r.rec_headers.get_header("WARC-Record-ID"): r for r in records}
     revisits = [r for r in records if r.rec_type == "revisit"]
-    profiles = Counter(r.rec_headers.get_header("WARC-Profile") for r in revisits)
-    assert profiles[IDENTICAL_PROFILE] >= 1 and profiles[NOT_MODIFIED_PROFILE] >= 1, profiles
+    kinds = Counter((path_of(r), r.rec_headers.get_header("WARC-Profile"),
+                     path_of(by_id[r.rec_headers.get_header("WARC-Refers-To")])) for r in revisits)
+    # The exact copy refers to the page it repeats (whichever came first); the page served
+    # whole again, to itself.
+    copies = [kinds[one, IDENTICAL_PROFILE, other] for one, other in (("/copy.html", "/b.html"),
+                                                                       ("/b.html", "/copy.html"))]
+    assert sum(copies) == 1, kinds
+    assert kinds["/daily.html", IDENTICAL_PROFILE, "/daily.html"] >= 1, kinds
+    assert kinds["/a.html", NOT_MODIFIED_PROFILE, "/a.html"] >= 1, kinds
     for revisit in revisits:
         headers = revisit.rec_headers
         original = by_id[headers.get_header("WARC-Refers-To")]
