@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 from archive_site import PAGES, PDF, ROBOTS, crawl_site, run_crawl, scrapy_env
-from archive_tools import Wayback, tool, visible_text
+from archive_tools import Browser, Wayback, tool
 from raw_http import BODY, RawServer
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeadersParser
@@ -333,7 +333,13 @@ def test_a_wacz_of_files_a_killed_crawl_left_without_their_index_has_the_same_in
         assert whole.read("indexes/index.cdx") == unindexed.read("indexes/index.cdx")
 
 
-def test_pywb_replays_every_capture_as_the_live_site_shows_it(archive, tmp_path):
+@pytest.fixture(scope="module")
+def browser():
+    with Browser() as browser:
+        yield browser
+
+
+def test_pywb_replays_every_capture_as_the_live_site_shows_it(archive, browser, tmp_path):
     """Every capture of a page: its first fetch (200), the redirect (301), the identical copy
     and the page fetched again whole (identical-payload revisits), and the revisits answered
     304, replayed by pywb from the index our WACZ holds, in chromium, shows the live site's
@@ -350,12 +356,13 @@ def test_pywb_replays_every_capture_as_the_live_site_shows_it(archive, tmp_path)
     kinds = Counter((url.rsplit("/", 1)[1], status) for url, _, status in captures)
     assert kinds["copy.html", "200"] >= 1 and kinds["daily.html", "200"] >= 2, kinds
     assert kinds["a.html", "304"] >= 1 and kinds["old.html", "301"] == 1, kinds
+    assert kinds["gone.html", "404"] == 1, kinds
     live = {}
     with Wayback(tmp_path / "pywb", archive.warc_files(), replay_lines(index)) as wayback:
-        for number, (url, timestamp, status) in enumerate(captures):
+        for url, timestamp, status in captures:
             if url not in live:
-                live[url] = visible_text(url, tmp_path / f"live-{number}")
-            replayed = visible_text(wayback.replay_url(timestamp, url), tmp_path / f"replay-{number}")
+                live[url] = browser.visible_text(url)
+            replayed = browser.visible_text(wayback.replay_url(timestamp, url))
             assert live[url] and replayed == live[url], (url, timestamp, status, replayed[:300])
 
 
