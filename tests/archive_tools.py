@@ -81,10 +81,10 @@ _VISIBLE_TEXT = """() => {
 
 
 class Wayback:
-    """pywb's ``wayback`` over a collection of the given WARC files and CDXJ index (ours, not
-    the one pywb would make), on a free loopback port."""
+    """pywb's ``wayback`` over a collection of the given WARC files, on a free loopback port:
+    indexed by pywb (``wb-manager add``) or, given ``index``, with that CDXJ index (ours)."""
 
-    def __init__(self, directory: Path, warcs: list[Path], index: list[str]) -> None:
+    def __init__(self, directory: Path, warcs: list[Path], index: list[str] | None = None) -> None:
         self.directory = directory
         self.warcs = warcs
         self.index = index
@@ -94,15 +94,20 @@ class Wayback:
     def __enter__(self) -> Wayback:
         self.directory.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-        subprocess.run([tool("wb-manager"), "init", "crawl"], cwd=self.directory, env=env, check=True,
+        manager = tool("wb-manager")
+        subprocess.run([manager, "init", "crawl"], cwd=self.directory, env=env, check=True,
                        capture_output=True, timeout=120)
         # Frameless: the browser shows the page itself, not pywb's frame around it.
         (self.directory / "config.yaml").write_text("framed_replay: false\n")
         collection = self.directory / "collections" / "crawl"
-        for warc in self.warcs:
-            shutil.copy(warc, collection / "archive" / warc.name)
-        lines = "".join(line + "\n" for line in sorted(self.index))
-        (collection / "indexes" / "index.cdxj").write_text(lines)
+        if self.index is None:
+            subprocess.run([manager, "add", "crawl", *map(str, self.warcs)], cwd=self.directory, env=env,
+                           check=True, capture_output=True, timeout=120)
+        else:
+            for warc in self.warcs:
+                shutil.copy(warc, collection / "archive" / warc.name)
+            lines = "".join(line + "\n" for line in sorted(self.index))
+            (collection / "indexes" / "index.cdxj").write_text(lines)
         log = (self.directory / "wayback.log").open("w")
         self.process = subprocess.Popen([tool("wayback"), "-p", str(self.port), "-b", "127.0.0.1"],
                                         cwd=self.directory, env=env, stdout=log, stderr=subprocess.STDOUT)
