@@ -16,9 +16,12 @@ import pytest
 from archive_site import PAGES, PDF, ROBOTS, crawl_site, run_crawl, scrapy_env
 from archive_tools import Browser, Wayback, tool
 from raw_http import BODY, RawServer
+from scrapy.settings import Settings
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeadersParser
 
+from crawler.service.backends import LocalBackend
+from crawler.service.service import CrawlService
 from crawler.store.cdxj import index_warc
 from crawler.store.files import LocalStore
 from crawler.store.wacz import replay_lines
@@ -266,6 +269,22 @@ def test_scrapy_page_prints_the_decoded_html(archive):
                           capture_output=True, timeout=60, check=True)
     assert done.stdout == PAGES["a.html"]
 
+
+def test_the_services_page_lookup_gives_the_decoded_html_and_text(archive, tmp_path):
+    """What ``GET /pages?url=`` answers (``CrawlService.page``) from records holding gzip."""
+    settings = Settings()
+    settings.setmodule("crawler.settings")
+    settings.set("DATA_DIR", str(archive.tmp))
+    service = CrawlService(settings, archive.tmp, LocalBackend(tmp_path, archive.tmp, {}), poll_interval=1)
+    try:
+        for name in ("index.html", "a.html", "daily.html", "copy.html"):  # the copy: b.html's
+            url = archive.site.url + ("" if name == "index.html" else name)
+            _, html = service.page(url, "html")
+            assert html == PAGES[name], name
+            _, text = service.page(url, "text")
+            assert text.startswith(html.split(b"<h1>")[1].split(b"</h1>")[0].decode()), (name, text[:80])
+    finally:
+        service.close()
 
 
 def test_a_link_header_canonical_is_parsed_from_its_bytes():
