@@ -7,15 +7,18 @@ import http.client
 import io
 import json
 import shutil
+import socket
 import subprocess
 import sys
 import zipfile
 from collections import Counter
+from importlib.metadata import version
 
 import pytest
 from archive_site import PAGES, PDF, ROBOTS, crawl_site, run_crawl, scrapy_env
 from archive_tools import Browser, Wayback, tool
 from raw_http import BODY, RawServer
+from scrapy import __version__ as scrapy_version
 from scrapy.settings import Settings
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeadersParser
@@ -249,6 +252,10 @@ def test_each_files_cdxj_index_equals_cdxj_indexers(archive):
 
 
 def test_warcinfo_says_who_what_and_which_crawl(archive):
+    agents = {record.http_headers.get_header("User-Agent") for record in all_records(archive)
+              if record.rec_type == "request"}
+    assert len(agents) == 1
+    software = f"politecrawler/{version('scrapy-polite-crawler')} (Scrapy {scrapy_version})"
     for path in archive.warc_files():
         with path.open("rb") as f:
             first = next(iter(ArchiveIterator(f)))
@@ -259,8 +266,9 @@ def test_warcinfo_says_who_what_and_which_crawl(archive):
         assert fields["robots"] == "obey"
         assert fields["format"] == "WARC File Format 1.1"
         assert fields["conformsTo"].endswith("/warc-1.1/")
-        assert fields["http-header-user-agent"].startswith("politecrawler")
-        assert fields["software"].startswith("politecrawler/") and fields["hostname"]
+        assert fields["http-header-user-agent"] == next(iter(agents))  # the one the requests sent
+        assert fields["software"] == software
+        assert fields["hostname"] == socket.gethostname()
 
 
 def test_scrapy_page_prints_the_decoded_html(archive):
