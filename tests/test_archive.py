@@ -396,6 +396,7 @@ def assert_replayed_as_live(browser, wayback, captures, live: dict[str, str]) ->
         assert live[url] and replayed == live[url], (url, timestamp, status, replayed[:300])
 
 
+@pytest.mark.browser
 def test_pywb_replays_every_capture_as_the_live_site_shows_it(archive, browser, tmp_path):
     """Every capture of a page: its first fetch (200), the redirect (301), the missing page
     (404), the identical copy and the page fetched again whole (identical-payload revisits),
@@ -411,6 +412,7 @@ def test_pywb_replays_every_capture_as_the_live_site_shows_it(archive, browser, 
         assert_replayed_as_live(browser, wayback, captures, {})
 
 
+@pytest.mark.browser
 def test_pywb_replays_the_crawl_it_indexes_itself(archive, browser, tmp_path):
     """The WARC files given to pywb as its guide says (``wb-manager add``, which indexes them
     with pywb's own indexer): each page, the redirect, the missing page, the exact copy and
