@@ -1,9 +1,11 @@
 """A small site served gzip-encoded by nginx, crawled once for the archive tests: pages, a
-redirect, a byte-identical copy, a non-ASCII header, and revisits answered 304."""
+redirect, a missing page, a byte-identical copy, a non-ASCII header, and revisits answered
+304."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -27,7 +29,7 @@ PAGES = {
                         '<a href="/a.html">a</a> <a href="/b.html">b</a> <a href="/copy.html">copy</a> '
                         '<a href="/old.html">old</a> <a href="/odd.html">odd</a> '
                         '<a href="/daily.html">daily</a> <a href="/paper.pdf">paper</a> '
-                        '<a href="/hidden.html">hidden</a>'),
+                        '<a href="/hidden.html">hidden</a> <a href="/gone.html">gone</a>'),
     "a.html": _page("Alpha", "A page about the first letter."),
     "b.html": _page("Beta", "A page about the second letter."),
     "odd.html": _page("Odd", "A page whose Link header holds a byte that is not ASCII."),
@@ -60,11 +62,16 @@ CRAWL_SETTINGS = {
 }
 
 
+# nginx's combined log line: the request line, its status, ..., the User-Agent.
+ACCESS = re.compile(r'"GET (\S+) HTTP/1\.1" (\d{3}) \d+ "[^"]*" "([^"]*)"$')
+
+
 @dataclass
 class ArchiveCrawl:
     site: Nginx
     tmp: Path
     log: str
+    fetches: list[tuple[str, str]]  # (path, status) of each request the crawler made, from nginx's log
 
     @property
     def store(self) -> LocalStore:
@@ -109,7 +116,10 @@ def crawl_site(tmp: Path) -> ArchiveCrawl:
     (root / "paper.pdf").write_bytes(PDF)
     site = Nginx(root, tmp / "nginx", LOCATIONS).start()
     try:
-        return ArchiveCrawl(site, tmp, run_crawl(site.url, tmp))
+        log = run_crawl(site.url, tmp)
+        lines = (tmp / "nginx" / "access.log").read_text().splitlines()
+        fetches = [(m[1], m[2]) for m in map(ACCESS.search, lines) if m and m[3].startswith("politecrawler")]
+        return ArchiveCrawl(site, tmp, log, fetches)
     except BaseException:
         site.stop()
         raise

@@ -1,5 +1,6 @@
-"""The archive tools the WARC tests run (pywb, wacz), from the venv .ci/run makes for them:
-pywb pins redis<3, which the crawler's own venv cannot hold."""
+"""The archive tools the WARC tests run (pywb, wacz), from the venv .ci/run makes for them
+(pywb pins redis<3, which the crawler's own venv cannot hold), and Debian's chromium,
+driven by Playwright, that shows their replays."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from lxml import html as lxml_html
 from redis_server import end_process, free_port
 
 from crawler.extract.html import normalize_whitespace
@@ -43,24 +43,48 @@ def chromium() -> str:
     return path
 
 
-def visible_text(url: str, profile: Path) -> str:
-    """The text headless chromium shows for ``url`` (scripts and styles left out)."""
-    dom = subprocess.run([chromium(), *CHROMIUM_ARGS, f"--user-data-dir={profile}",
-                          "--virtual-time-budget=5000", "--dump-dom", url],
-                         capture_output=True, text=True, timeout=90, check=True).stdout
-    tree = lxml_html.fromstring(dom)
-    # pywb's own banner (frameless replay) is not the page's.
-    for element in tree.xpath("//script|//style|//noscript|//*[starts-with(@id, '_wb')]"):
-        element.drop_tree()
-    body = tree.find("body")
-    return normalize_whitespace((body if body is not None else tree).text_content())
+class Browser:
+    """Headless Debian chromium driven by Playwright; each page in a context of its own."""
+
+    def __enter__(self) -> Browser:
+        path = chromium()
+        sync_api = pytest.importorskip("playwright.sync_api")
+        self._playwright = sync_api.sync_playwright().start()
+        try:
+            self._browser = self._playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS,
+                                                              timeout=60_000)
+        except BaseException:
+            self._playwright.stop()
+            raise
+        return self
+
+    def visible_text(self, url: str) -> str:
+        """The text chromium renders for ``url`` (its ``innerText``: no scripts, no styles),
+        less pywb's banner (frameless replay), whitespace normalised."""
+        page = self._browser.new_page()
+        try:
+            page.goto(url, wait_until="load", timeout=60_000)
+            text = page.evaluate(_VISIBLE_TEXT)
+        finally:
+            page.context.close()
+        return normalize_whitespace(text)
+
+    def __exit__(self, *exc: object) -> None:
+        self._browser.close()
+        self._playwright.stop()
+
+
+_VISIBLE_TEXT = """() => {
+    for (const element of document.querySelectorAll('[id^="_wb"]')) element.remove();
+    return document.body ? document.body.innerText : document.documentElement.innerText;
+}"""
 
 
 class Wayback:
-    """pywb's ``wayback`` over a collection of the given WARC files and CDXJ index (ours, not
-    the one pywb would make), on a free loopback port."""
+    """pywb's ``wayback`` over a collection of the given WARC files, on a free loopback port:
+    indexed by pywb (``wb-manager add``) or, given ``index``, with that CDXJ index (ours)."""
 
-    def __init__(self, directory: Path, warcs: list[Path], index: list[str]) -> None:
+    def __init__(self, directory: Path, warcs: list[Path], index: list[str] | None = None) -> None:
         self.directory = directory
         self.warcs = warcs
         self.index = index
@@ -70,15 +94,20 @@ class Wayback:
     def __enter__(self) -> Wayback:
         self.directory.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-        subprocess.run([tool("wb-manager"), "init", "crawl"], cwd=self.directory, env=env, check=True,
+        manager = tool("wb-manager")
+        subprocess.run([manager, "init", "crawl"], cwd=self.directory, env=env, check=True,
                        capture_output=True, timeout=120)
-        # Frameless: chromium's --dump-dom shows the page itself, not pywb's frame around it.
+        # Frameless: the browser shows the page itself, not pywb's frame around it.
         (self.directory / "config.yaml").write_text("framed_replay: false\n")
         collection = self.directory / "collections" / "crawl"
-        for warc in self.warcs:
-            shutil.copy(warc, collection / "archive" / warc.name)
-        lines = "".join(line + "\n" for line in sorted(self.index))
-        (collection / "indexes" / "index.cdxj").write_text(lines)
+        if self.index is None:
+            subprocess.run([manager, "add", "crawl", *map(str, self.warcs)], cwd=self.directory, env=env,
+                           check=True, capture_output=True, timeout=120)
+        else:
+            for warc in self.warcs:
+                shutil.copy(warc, collection / "archive" / warc.name)
+            lines = "".join(line + "\n" for line in sorted(self.index))
+            (collection / "indexes" / "index.cdxj").write_text(lines)
         log = (self.directory / "wayback.log").open("w")
         self.process = subprocess.Popen([tool("wayback"), "-p", str(self.port), "-b", "127.0.0.1"],
                                         cwd=self.directory, env=env, stdout=log, stderr=subprocess.STDOUT)
