@@ -25,12 +25,9 @@ def script(name: str) -> str:
     return lua("common.lua") + lua(name)
 
 
-# Exact: a field (the fingerprint's bits past the bucket) in a small bucket hash.
-ADD = script("add.lua").replace(
-    "SEEN_CHECK", "redis.call('HSETNX', P .. 'seen:' .. ARGV[i], ARGV[i + 1], '') == 1")
-# Bloom: the fingerprint's k bit positions (comma-separated) in one of the bitmaps.
-ADD_BLOOM = lua("common.lua") + lua("bloom_add.lua") + lua("add.lua").replace(
-    "SEEN_CHECK", "bloom_add(P .. 'bloom:' .. ARGV[i], ARGV[i + 1])")
+# The seen test of add.lua: exact (a bucket hash), or a Bloom filter's bits.
+ADD = lua("common.lua") + lua("seen_exact.lua") + lua("add.lua")
+ADD_BLOOM = lua("common.lua") + lua("bloom_add.lua") + lua("seen_bloom.lua") + lua("add.lua")
 CLAIM = script("claim.lua")
 TIMES = script("times.lua")
 FETCHED = script("fetched.lua")

@@ -5,7 +5,7 @@ for i = 4, #ARGV, 6 do
   local fp, host, level, request = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
   local h = ensure_host(host, held)
   local left, pinned = unpack(redis.call('HMGET', h, 'left', 'level'))  -- pinned: a demoted host's level
-  local new = SEEN_CHECK
+  local new = seen_add(ARGV[i], ARGV[i + 1])  -- seen_exact.lua or seen_bloom.lua
   if new then redis.call('HINCRBY', P .. 'counters', 'seen', 1) end
   if new and spent(left) then
     redis.call('HINCRBY', P .. 'counters', 'dropped/budget', 1)
