@@ -4,6 +4,8 @@ stored once room comes back (a small tmpfs as the store's disk)."""
 from __future__ import annotations
 
 import contextlib
+import gzip
+import io
 import subprocess
 import time
 from collections.abc import Iterator
@@ -13,7 +15,9 @@ import pytest
 from crawling import CrawlResult, crawl_command
 from testweb import Site
 
+from crawler.store.cdxj import index_warc
 from crawler.store.files import LocalStore
+from crawler.store.wacz import index_lines
 
 PAGES = 120
 
@@ -67,5 +71,13 @@ def test_a_full_store_pauses_the_crawl_and_every_page_is_stored_once_room_return
         stats = result.stats
         assert stats["store/full"] >= 1
         assert stats.get("frontier/dead_letters", 0) == 0 and stats.get("frontier/retries", 0) == 0
-        urls = {record["url"] for record in result.records}  # every file reads to its end
+        urls = {record["url"] for record in result.records}
         assert urls == {web.page_url("full.test", i) for i in range(PAGES)}
+        files = result.store
+        for name in files.list("meta") + files.list("warc"):
+            gzip.decompress(files.read(name))  # reads to its end: no torn member left
+        # A WACZ replays every page: each WARC file's index is whole, or read from the file again.
+        indexed = set(files.list("indexes"))
+        for name in files.list("warc"):
+            whole = index_warc(io.BytesIO(files.read(name)), name.rsplit("/", 1)[1])
+            assert sorted(index_lines(files, name, indexed)) == sorted(whole), name
