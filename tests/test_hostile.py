@@ -3,6 +3,7 @@ and a UTF-16 robots.txt end bounded, counted, said once, never as a traceback.""
 
 from __future__ import annotations
 
+import gzip
 import signal
 import subprocess
 import time
@@ -40,15 +41,17 @@ def test_every_hostile_host_ends_bounded_counted_and_quiet(crawl, web_factory, h
     assert result.returncode == 0, result.log[-3000:]
     _no_traceback(result.log)
     stats = result.stats
+    stored = {record["url"] for record in result.records}
     # Every robots.txt bomb is parsed as far as 500 KiB once decoded: its host's pages are fetched.
     assert stats["robotstxt/truncated"] == len(ROBOTS_BOMBS)
-    stored = {record["url"] for record in result.records}
     for host in ROBOTS_BOMBS:
         assert hostile.url(host, "/one") in stored
     # Three page bombs, a 50 MB close-delimited body and an endless chunked one: dropped, not failed.
     assert stats["content/dropped/too_large"] == 5
     assert stats.get("frontier/retries", 0) == 0 and stats.get("frontier/dead_letters", 0) == 0
-    assert stats["sitemap/too_large"] == 2
+    assert stats["sitemap/too_large"] == 2 and "Not a sitemap" not in result.log
+    # Their hosts go on: their other pages are stored.
+    assert {hostile.url("page-bomb", "/one"), hostile.url("no-length", "/one")} <= stored
     assert stats["download/bad_response/headers_too_large"] == 1
     assert stats["redirect/dropped/loop"] == 1
     assert stats["redirect/dropped/max_hops"] == 1
@@ -62,6 +65,8 @@ def test_every_hostile_host_ends_bounded_counted_and_quiet(crawl, web_factory, h
     assert len(odd) == 1, (odd, stored)
     odd = odd[0]
     assert odd["canonical"] == hostile.url("odd-headers", "/u/%FF")
+    warc = b"".join(gzip.decompress(result.store.read(name)) for name in result.store.list("warc"))
+    assert b"\r\nLink: </u/\xff>; rel=canonical\r\n" in warc and b"\r\nX-Note: caf\xe9 \x80\xfe\r\n" in warc
     # Said once a host, at INFO.
     assert result.log.count("said once per host") <= 8
     # Memory bounded whatever the ratio: each bomb decodes to 1 GiB.
