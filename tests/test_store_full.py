@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from crawling import CrawlResult, crawl_command
-from testweb import Site
+from testweb import Site, TestWeb
 
 from crawler.store.cdxj import index_warc
-from crawler.store.files import LocalStore
+from crawler.store.files import LocalStore, iter_records
 from crawler.store.wacz import index_lines
 
 PAGES = 120
@@ -45,6 +45,30 @@ def _wait_for(path: Path, text: str, timeout: float) -> bool:
     return False
 
 
+def _stored_whole(store: LocalStore, web: TestWeb) -> None:
+    """Every page of the site stored once, every file read to its end, and every WARC
+    file's replay index whole."""
+    urls = [record["url"] for record in iter_records(store)]
+    assert sorted(urls) == sorted(web.page_url("full.test", i) for i in range(PAGES))
+    for name in store.list("meta") + store.list("warc"):
+        gzip.decompress(store.read(name))  # reads to its end: no torn member left
+    # A WACZ replays every page: each WARC file's index is whole, or read from the file again.
+    indexed = set(store.list("indexes"))
+    for name in store.list("warc"):
+        whole = index_warc(io.BytesIO(store.read(name)), name.rsplit("/", 1)[1])
+        assert sorted(index_lines(store, name, indexed)) == sorted(whole), name
+
+
+def _quiet(result: CrawlResult) -> None:
+    """No traceback, one ERROR line a pause (at most 20), no attempt spent on the disk."""
+    assert "Traceback" not in result.log
+    errors = [line for line in result.log.splitlines() if "] ERROR:" in line]
+    assert 1 <= len(errors) <= 20, errors
+    stats = result.stats
+    assert stats["store/full"] >= 1
+    assert stats.get("frontier/dead_letters", 0) == 0 and stats.get("frontier/retries", 0) == 0
+
+
 def test_a_full_store_pauses_the_crawl_and_every_page_is_stored_once_room_returns(web_factory, tmp_path):
     web = web_factory([Site("full.test", pages=PAGES)])
     with small_disk(tmp_path / "disk", "4m") as disk:
@@ -58,26 +82,41 @@ def test_a_full_store_pauses_the_crawl_and_every_page_is_stored_once_room_return
             crawl = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
             try:
                 assert _wait_for(log, "has no room", 120), log.read_text()[-3000:]
-                time.sleep(3)  # paused: probes fail, nothing is claimed
+                time.sleep(1)  # the fetches in flight end
+                fetched = len(web.hits())
+                time.sleep(2)  # paused: probes fail, nothing is claimed
+                assert len(web.hits()) == fetched
                 filler.unlink()  # room comes back
                 returncode = crawl.wait(timeout=180)
             finally:
                 crawl.kill()
         result = CrawlResult(returncode, log.read_text(), LocalStore(store))
         assert result.returncode == 0, result.log[-3000:]
-        assert "Traceback" not in result.log
-        errors = [line for line in result.log.splitlines() if "] ERROR:" in line]
-        assert 1 <= len(errors) <= 20, errors
-        stats = result.stats
-        assert stats["store/full"] >= 1
-        assert stats.get("frontier/dead_letters", 0) == 0 and stats.get("frontier/retries", 0) == 0
-        urls = {record["url"] for record in result.records}
-        assert urls == {web.page_url("full.test", i) for i in range(PAGES)}
-        files = result.store
-        for name in files.list("meta") + files.list("warc"):
-            gzip.decompress(files.read(name))  # reads to its end: no torn member left
-        # A WACZ replays every page: each WARC file's index is whole, or read from the file again.
-        indexed = set(files.list("indexes"))
-        for name in files.list("warc"):
-            whole = index_warc(io.BytesIO(files.read(name)), name.rsplit("/", 1)[1])
-            assert sorted(index_lines(files, name, indexed)) == sorted(whole), name
+        _quiet(result)
+        _stored_whole(result.store, web)
+
+
+def test_a_store_still_full_after_the_timeout_closes_the_crawl_to_be_resumed(web_factory, tmp_path):
+    web = web_factory([Site("full.test", pages=PAGES)])
+    with small_disk(tmp_path / "disk", "4m") as disk:
+        filler = disk / "filler"
+        filler.write_bytes(b"\0" * (3900 * 1024))
+        store = disk / "store"
+        command, env = crawl_command(web, tmp_path, f"seeds={web.url('full.test')}", STORE_URI=store,
+                                     STORE_FULL_PROBE_INTERVAL=1, STORE_FULL_TIMEOUT=3,
+                                     STORE_FSYNC_INTERVAL=0.2)
+
+        def run() -> CrawlResult:
+            done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                                  timeout=120, check=False)
+            return CrawlResult(done.returncode, done.stdout + done.stderr, LocalStore(store))
+
+        closed = run()
+        assert closed.returncode == 0, closed.log[-3000:]
+        _quiet(closed)
+        assert "'finish_reason': 'store_full'" in closed.log and "run the same command again" in closed.log
+        filler.unlink()
+        resumed = run()
+        assert resumed.returncode == 0, resumed.log[-3000:]
+        assert "Traceback" not in resumed.log and "] ERROR:" not in resumed.log
+        _stored_whole(resumed.store, web)
