@@ -8,7 +8,7 @@ import gzip
 import io
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -69,6 +69,33 @@ def _quiet(result: CrawlResult) -> None:
     assert stats.get("frontier/dead_letters", 0) == 0 and stats.get("frontier/retries", 0) == 0
 
 
+def _crawl_through_a_pause(command: list[str], env: dict[str, str], tmp_path: Path, web: TestWeb,
+                           store: Path, make_room: Callable[[], None],
+                           fill: Callable[[], None] | None = None) -> CrawlResult:
+    """Run the crawl, ``fill`` the disk once it has fetched a few dozen pages (if given),
+    check that it claims nothing while it says the store has no room, ``make_room``, and
+    return the crawl's result once it has ended."""
+    log = tmp_path / "crawl.log"
+    with log.open("w") as out:
+        crawl = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            if fill is not None:
+                deadline = time.monotonic() + 60
+                while len(web.hits()) < PAGES // 4 and time.monotonic() < deadline:  # bounded in time
+                    time.sleep(0.05)
+                fill()
+            assert _wait_for(log, "has no room", 120), log.read_text()[-3000:]
+            time.sleep(1)  # the fetches in flight end
+            fetched = len(web.hits())
+            time.sleep(2)  # paused: probes fail, nothing is claimed
+            assert len(web.hits()) == fetched
+            make_room()
+            returncode = crawl.wait(timeout=180)
+        finally:
+            crawl.kill()
+    return CrawlResult(returncode, log.read_text(), LocalStore(store))
+
+
 def test_a_full_store_pauses_the_crawl_and_every_page_is_stored_once_room_returns(web_factory, tmp_path):
     web = web_factory([Site("full.test", pages=PAGES)])
     with small_disk(tmp_path / "disk", "4m") as disk:
@@ -76,21 +103,8 @@ def test_a_full_store_pauses_the_crawl_and_every_page_is_stored_once_room_return
         filler.write_bytes(b"\0" * (3900 * 1024))  # leaves ~200 KB: room for a few dozen pages
         store = disk / "store"
         command, env = crawl_command(web, tmp_path, f"seeds={web.url('full.test')}", STORE_URI=store,
-                                     STORE_FULL_PROBE_INTERVAL=1, STORE_FSYNC_INTERVAL=0.2)
-        log = tmp_path / "crawl.log"
-        with log.open("w") as out:
-            crawl = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
-            try:
-                assert _wait_for(log, "has no room", 120), log.read_text()[-3000:]
-                time.sleep(1)  # the fetches in flight end
-                fetched = len(web.hits())
-                time.sleep(2)  # paused: probes fail, nothing is claimed
-                assert len(web.hits()) == fetched
-                filler.unlink()  # room comes back
-                returncode = crawl.wait(timeout=180)
-            finally:
-                crawl.kill()
-        result = CrawlResult(returncode, log.read_text(), LocalStore(store))
+                                     STORE_FULL_PROBE_INTERVAL=1, STORE_FSYNC_INTERVAL=0.2, STORE_MIN_FREE=0)
+        result = _crawl_through_a_pause(command, env, tmp_path, web, store, filler.unlink)
         assert result.returncode == 0, result.log[-3000:]
         _quiet(result)
         _stored_whole(result.store, web)
@@ -104,7 +118,7 @@ def test_a_store_still_full_after_the_timeout_closes_the_crawl_to_be_resumed(web
         store = disk / "store"
         command, env = crawl_command(web, tmp_path, f"seeds={web.url('full.test')}", STORE_URI=store,
                                      STORE_FULL_PROBE_INTERVAL=1, STORE_FULL_TIMEOUT=3,
-                                     STORE_FSYNC_INTERVAL=0.2)
+                                     STORE_FSYNC_INTERVAL=0.2, STORE_MIN_FREE=0)
 
         def run() -> CrawlResult:
             done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
@@ -120,3 +134,22 @@ def test_a_store_still_full_after_the_timeout_closes_the_crawl_to_be_resumed(web
         assert resumed.returncode == 0, resumed.log[-3000:]
         assert "Traceback" not in resumed.log and "] ERROR:" not in resumed.log
         _stored_whole(resumed.store, web)
+
+
+def test_a_disk_shared_with_the_crawl_state_pauses_before_it_fills(web_factory, tmp_path):
+    # As by default, the frontier's state, the page index and the stats share the store's
+    # disk: a commit of theirs that found no room would be rolled back (SQLite).
+    web = web_factory([Site("full.test", pages=PAGES)])
+    with small_disk(tmp_path / "disk", "8m") as disk:
+        filler = disk / "filler"
+        filler.write_bytes(b"\0" * (5 * 1024 * 1024))  # leaves ~3 MB, 1 MB over the reserve
+        store = disk / "store"
+        command, env = crawl_command(web, tmp_path, f"seeds={web.url('full.test')}", STORE_URI=store,
+                                     FRONTIER_DIR=disk / "state", STORE_INDEX_DIR=disk / "index",
+                                     DATA_DIR=disk, STORE_MIN_FREE=2_000_000, STORE_FULL_PROBE_INTERVAL=1,
+                                     STORE_FSYNC_INTERVAL=0.2)
+        result = _crawl_through_a_pause(command, env, tmp_path, web, store, filler.unlink)
+        assert result.returncode == 0, result.log[-3000:]
+        _quiet(result)
+        assert "under STORE_MIN_FREE" in result.log
+        _stored_whole(result.store, web)
