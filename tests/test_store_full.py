@@ -1,5 +1,6 @@
 """A store that runs out of room pauses the crawl: said once, nothing lost, every page
-stored once room comes back (a small tmpfs as the store's disk)."""
+stored once room comes back (a small tmpfs as the store's disk, or an injected ENOSPC
+where no tmpfs can be mounted)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 import gzip
 import io
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -108,6 +110,23 @@ def test_a_full_store_pauses_the_crawl_and_every_page_is_stored_once_room_return
         assert result.returncode == 0, result.log[-3000:]
         _quiet(result)
         _stored_whole(result.store, web)
+
+
+def test_an_injected_enospc_pauses_the_crawl_and_every_page_is_stored_once_room_returns(web_factory,
+                                                                                          tmp_path):
+    # Runs where no tmpfs can be mounted: tests/full_disk.py fails the store's writes halfway
+    # with ENOSPC while a flag file exists.
+    web = web_factory([Site("full.test", pages=PAGES)])
+    flag, store = tmp_path / "disk-full", tmp_path / "store"
+    command, env = crawl_command(web, tmp_path, f"seeds={web.url('full.test')}", STORE_URI=store,
+                                 STORE_FULL_PROBE_INTERVAL=1, STORE_FSYNC_INTERVAL=0.2, STORE_MIN_FREE=0)
+    assert command[1:3] == ["-m", "scrapy"]
+    command = [sys.executable, str(Path(__file__).with_name("full_disk.py")), str(flag), *command[3:]]
+    result = _crawl_through_a_pause(command, env, tmp_path, web, store, flag.unlink, fill=flag.touch)
+    assert result.returncode == 0, result.log[-3000:]
+    _quiet(result)
+    assert "No space left on device" in result.log
+    _stored_whole(result.store, web)
 
 
 def test_a_store_still_full_after_the_timeout_closes_the_crawl_to_be_resumed(web_factory, tmp_path):
