@@ -159,6 +159,9 @@ STORE_SPOOL_DIR = "crawl-spool"
 STORE_FULL_PROBE_INTERVAL = 5.0
 # ...and the crawl closes, to be resumed, when it is still full after this long.
 STORE_FULL_TIMEOUT = 3600.0
+# The store also pauses the crawl while its filesystem has less than this free (bytes; 0: off):
+# room for the crawl's state, page index and stats, which share its disk by default.
+STORE_MIN_FREE = 64 * 1024 * 1024
 # S3 requests that fail are retried this many times by botocore (standard mode, up to 20 s apart).
 STORE_UPLOAD_RETRIES = 8
 

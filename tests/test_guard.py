@@ -120,6 +120,8 @@ def test_the_seed_exception_is_its_origin_not_every_port_of_its_host(tmp_path):
             assert service.hits() == [] and refused(result) == Counter(loopback=1)
             opened = run(web, tmp_path / "opened", start, NETWORK_ALLOW="127.0.0.1/32")
             assert len(service.hits()) > 0 and refused(opened) == Counter()
+    for crawl in (result, opened):
+        assert crawl.returncode == 0 and "Traceback" not in crawl.log and "] ERROR:" not in crawl.log
 
 
 def test_with_a_proxy_the_target_is_checked_before_it_goes_to_the_proxy(tmp_path):

@@ -202,6 +202,7 @@ class PageStorePipeline:
             settings.getfloat("STORE_FULL_PROBE_INTERVAL", defaults.STORE_FULL_PROBE_INTERVAL),
             settings.getfloat("STORE_FULL_TIMEOUT", defaults.STORE_FULL_TIMEOUT),
             lambda reason: deferred_from_coro(crawler.engine.close_spider_async(reason=reason)),
+            settings.getint("STORE_MIN_FREE", defaults.STORE_MIN_FREE),
         )
         pipeline.crawler = crawler  # its settings and crawl id name each WARC file (warcinfo)
         crawler.signals.connect(pipeline.page_captured, signal=crawler_signals.page_captured)
@@ -239,7 +240,7 @@ class PageStorePipeline:
         unless the store has no room (``store/fetches_unarchived``)."""
         if self._warc is None:
             return
-        if self.space is not None and self.space.full:
+        if self.space is not None and not self.space.has_room():
             self.stats.inc_value("store/fetches_unarchived")
             return
         try:
@@ -248,7 +249,7 @@ class PageStorePipeline:
             if not is_no_space(error) or self.space is None:
                 raise
             self._warc.abandon()
-            self.space.became_full(error)
+            self.space.became_full(error.strerror or str(error))
             self.stats.inc_value("store/fetches_unarchived")
             return
         self._warc.mark_whole()
@@ -284,7 +285,7 @@ class PageStorePipeline:
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, Page):
             return item
-        if self.space is not None and self.space.full:
+        if self.space is not None and not self.space.has_room():
             raise StoreFull(f"not stored, the store has no room: {item.url}")
         warc, meta = self._files()
         start = self.clock.now()
@@ -296,7 +297,7 @@ class PageStorePipeline:
             # What this page wrote is cut off; the next page starts new files.
             warc.abandon()
             meta.abandon()
-            self.space.became_full(error)
+            self.space.became_full(error.strerror or str(error))
             raise StoreFull(f"not stored, the store has no room: {item.url}") from None
         warc.mark_whole()
         meta.mark_whole()

@@ -92,6 +92,11 @@ class LocalStore:
         """Cut ``name`` back to its first ``size`` bytes (a write that failed halfway)."""
         os.truncate(self.root / name, size)
 
+    def discard(self, name: str) -> None:
+        """Remove ``name``, a file that could not be written whole."""
+        (self.root / name).unlink(missing_ok=True)
+        unmark_writing(self.root, name)
+
     def recover(self) -> None:
         """Cut the torn tails of the files a killed run left open (``crawler.store.repair``)."""
         repair_local(self.root)

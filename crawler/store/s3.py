@@ -117,6 +117,10 @@ class S3Store:
         """Cut the spooled ``name`` back to its first ``size`` bytes (a write that failed)."""
         os.truncate(self.spool / name, size)
 
+    def discard(self, name: str) -> None:
+        """Remove the spooled ``name``, a file that could not be written whole (never uploaded)."""
+        (self.spool / name).unlink(missing_ok=True)
+
     def finish(self, name: str, spool: Path | None = None) -> None:
         """Upload the complete file ``name`` in a thread (``wait`` waits for it); then
         ``on_uploaded(name)`` runs, in the reactor thread, if the upload succeeded."""

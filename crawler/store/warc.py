@@ -244,13 +244,20 @@ class WarcFileWriter(RollingFile):
 
 
 def write_index(store: LocalStore | S3Store, name: str, lines: list[str]) -> None:
-    """Write a CDXJ file of ``lines``, sorted, as one complete file of ``store``."""
-    file = store.open_append(name)
+    """Write a CDXJ file of ``lines``, sorted, as one complete file of ``store``. A write
+    that fails (no room) removes the file: an index cut short would hide the pages it
+    lost from every replay, where ``scrapy wacz`` indexes a WARC file without one by
+    reading it."""
     try:
-        file.write("".join(line + "\n" for line in sorted(lines)).encode("utf-8"))
-        file.flush()
-    finally:
-        file.close()
+        file = store.open_append(name)
+        try:
+            file.write("".join(line + "\n" for line in sorted(lines)).encode("utf-8"))
+            file.flush()
+        finally:
+            file.close()
+    except OSError:
+        store.discard(name)
+        raise
     store.finish(name)
 
 
