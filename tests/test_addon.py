@@ -8,8 +8,10 @@ from urllib.parse import urlsplit
 
 import pytest
 from projects import ADDON_LINE, COMMANDS_LINE, scrapy, start_project
+from scrapy.settings import Settings
 from testweb import Site, TestWeb
 
+from crawler.addon import REMOTE_CONTROL, PoliteCrawler
 from crawler.store.files import LocalStore, iter_records
 
 SPIDER = '''
@@ -80,3 +82,13 @@ def test_a_projects_own_spider_crawls_robots_first_politely_and_its_pages_are_st
     assert len(items) == len(records) == len(fetched)
     assert all(set(item) == {"url", "title"} for item in items)
     assert "Enabled addons" in done.stderr and "PoliteCrawler" in done.stderr
+
+
+@pytest.mark.parametrize(("enabled", "loaded"), [(None, False), (True, True)])
+def test_scrapys_remote_control_is_not_even_loaded_while_it_is_off(enabled, loaded):
+    # Loading it imports aiohttp, only for it to find itself off: CPU at every start.
+    settings = Settings()
+    if enabled is not None:
+        settings.set("REMOTE_CONTROL_ENABLED", enabled, priority="cmdline")
+    PoliteCrawler().update_settings(settings)
+    assert (REMOTE_CONTROL in settings.get_component_priority_dict_with_base("EXTENSIONS")) is loaded

@@ -7,10 +7,13 @@ import weakref
 
 import pytest
 
+from crawler.dedup.simhash import content_fingerprint, normalized_words
 from crawler.extract.html import (
+    Lines,
     extract_head,
     extract_hrefs,
     extract_text,
+    lines,
     normalize_whitespace,
     parse_html,
     uncached_nodes,
@@ -165,6 +168,22 @@ def test_whitespace_fast_paths_equal_the_split_forms():
     for text in texts:
         assert normalize_whitespace(text) == " ".join(text.split()), repr(text)
         assert word_count(text) == len(text.split()), repr(text)
+
+
+def test_lines_texts_skip_the_whitespace_scans_with_a_plain_texts_answers():
+    rng = random.Random(18)
+    alphabet = ["word", "\xdf", "7", " ", "  ", "\n", "\n\n", "\t", "\xa0", "\u2028", "\u3000", "\x1c",
+                "\u200b", "\x00", "\ud800"]
+    texts = WHITESPACE_CASES + ["".join(rng.choice(alphabet) for _ in range(rng.randrange(400)))
+                                for _ in range(500)]
+    for text in texts:
+        made = lines(text)
+        plain = str(made)
+        assert type(made) is Lines and type(plain) is str
+        assert normalize_whitespace(made) == normalize_whitespace(plain), repr(text)
+        assert word_count(made) == word_count(plain), repr(text)
+        assert normalized_words(made) == normalized_words(plain), repr(text)
+        assert content_fingerprint(made) == content_fingerprint(plain), repr(text)
 
 
 def test_any_bytes_give_a_tree_text_and_links_without_raising():

@@ -35,6 +35,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from crawler.extract.html import Lines, single_spaced
+
 __all__ = [
     "NearDupIndex",
     "blocks",
@@ -116,12 +118,13 @@ def normalized_words(text: str) -> bytes:
     (str.split's whitespace: the Unicode one). Fast path: the crawler's text is
     already one space between words, with a newline between blocks, so encoding and
     mapping ASCII whitespace to spaces gives the answer once a byte scan shows no
-    doubled or non-ASCII whitespace. The digits are masked in the UTF-8 bytes, by the
-    same table lookup (``bytes.translate``) as the whitespace: ASCII bytes are never
-    part of a longer character, and case folding makes no digit, whitespace or line
-    break of any other character, so the lines and digits of `text` are those of its
-    folded bytes (0.4 ms less a documentation page than a ``str.translate`` of each
-    line). Lone surrogates are encoded with 'surrogatepass' rather than raising.
+    doubled or non-ASCII whitespace (no scan of a ``Lines`` text: it has none). The
+    digits are masked in the UTF-8 bytes, by the same table lookup (``bytes.translate``)
+    as the whitespace: ASCII bytes are never part of a longer character, and case
+    folding makes no digit, whitespace or line break of any other character, so the
+    lines and digits of `text` are those of its folded bytes (0.4 ms less a
+    documentation page than a ``str.translate`` of each line). Lone surrogates are
+    encoded with 'surrogatepass' rather than raising.
     """
     folded = text.casefold()
     data = folded.encode("utf-8", "surrogatepass")
@@ -136,7 +139,7 @@ def normalized_words(text: str) -> bytes:
             for i in paragraphs:
                 masked[i] = lines[i]
             data = b"\n".join(masked).translate(_ASCII_SPACES)
-    if (
+    if not isinstance(text, Lines) and (
         b"  " in data
         or data[:1] == b" "
         or data[-1:] == b" "
@@ -269,8 +272,7 @@ def _line_sizes(text: str) -> tuple[np.ndarray, np.ndarray]:
     blank line: then both are counted in bulk over its UTF-8 bytes (characters are the
     bytes that do not continue one; words, the spaces plus one), 0.1 ms less than a
     loop over the 300 lines of a documentation page."""
-    flat = text.replace("\n", " ")
-    if not (flat.isprintable() and "  " not in flat and flat[:1] != " " and flat[-1:] != " "):
+    if not (isinstance(text, Lines) or single_spaced(text.replace("\n", " "))):
         lines = text.split("\n")
         return (np.fromiter(map(len, lines), np.int64, len(lines)),
                 np.fromiter((len(line.split()) for line in lines), np.int64, len(lines)))
