@@ -14,7 +14,7 @@ from typing import Any
 
 from dedup_pages import SEED
 
-from crawler.dedup.simhash import NearDupIndex
+from crawler.dedup.near import NearDupIndex
 
 #: The command line whose ``--index-worker`` runs :func:`index_worker` in a child process.
 BENCH = Path(__file__).with_name("dedup.py")

@@ -42,7 +42,8 @@ from common import fmt_table, machine  # noqa: E402
 from syndication import article, pairs  # noqa: E402
 from w3lib.encoding import html_to_unicode  # noqa: E402
 
-from crawler.dedup.simhash import content_fingerprint, hamming, text_fingerprint  # noqa: E402
+from crawler.dedup.near import hamming  # noqa: E402
+from crawler.dedup.simhash import content_fingerprint, text_fingerprint  # noqa: E402
 from crawler.extract.html import extract_text, parse_html  # noqa: E402
 from crawler.extract.main import extract_main  # noqa: E402
 

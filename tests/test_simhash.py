@@ -22,12 +22,10 @@ import numpy as np
 import pytest
 import simhash as simhash_pkg
 
+from crawler.dedup.near import NearDupIndex, blocks, hamming
 from crawler.dedup.simhash import (
-    NearDupIndex,
-    blocks,
     content_fingerprint,
     content_shingles,
-    hamming,
     normalized_words,
     shingle_hash,
     shingles,

@@ -18,7 +18,8 @@ from scrapy.utils.test import get_crawler
 from syndication import article, pairs
 
 from crawler import defaults
-from crawler.dedup.simhash import hamming, text_fingerprint
+from crawler.dedup.near import hamming
+from crawler.dedup.simhash import text_fingerprint
 from crawler.extract.page import extract_page
 from crawler.middlewares.content_seen import ContentSeenMiddleware
 from crawler.stages import StageClock

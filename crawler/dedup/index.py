@@ -21,7 +21,7 @@ import numpy as np
 from redis import Redis
 
 from crawler.context.keys import CrawlKeys
-from crawler.dedup.simhash import NearDupIndex, blocks, nearest
+from crawler.dedup.near import NearDupIndex, blocks, nearest
 
 # (sha-256 digest, simhash, url, host, near): the arguments of check_and_add
 PageKeys = tuple[bytes, int, str, str, bool]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crawler.dedup.simhash import hamming
+from crawler.dedup.near import hamming
 
 #: The hex digits of SHA-256 a stored text print keeps: 64 bits tell texts apart.
 SHA_DIGITS = 16

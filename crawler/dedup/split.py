@@ -44,7 +44,7 @@ from redis.exceptions import ClusterError, NoScriptError
 from crawler import defaults
 from crawler.context.keys import tagged
 from crawler.dedup.index import Match, PageKeys, judge, lua, packed_fingerprints
-from crawler.dedup.simhash import blocks, nearest
+from crawler.dedup.near import blocks, nearest
 from crawler.frontier.backends.redis.cluster import shard_tags
 
 if TYPE_CHECKING:
