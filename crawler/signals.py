@@ -55,6 +55,12 @@ store_full = object()
 #: The page store can be written again after ``store_full``: the crawl goes on.
 store_writable = object()
 
+#: The embedded frontier's commit found no room: its steps since its last commit are undone
+#: (it reloaded from its file, as a restart does). What remembers URLs as sent to it (the
+#: ``web`` spider's links seen) forgets them, so that the pages fetched again find them again.
+#: Sent by the frontier scheduler.
+frontier_reloaded = object()
+
 #: A fetch that is no page was captured as it went over the wire (robots.txt, a redirect,
 #: an error page): ``exchange`` (a :class:`~crawler.store.wire.Exchange`). The page store
 #: archives it as a request and a response record.

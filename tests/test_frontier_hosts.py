@@ -3,10 +3,12 @@ budgets, demotion) and priorities. Every backend must pass it."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from frontier_cases import claim, entry, finish, hosts_on_one_shard
 
-from crawler.frontier.api import Claim, Fetch
+from crawler.frontier.api import Claim, Fetch, FrontierFull
 from crawler.frontier.policy import HostBudget, PriorityLevels
 
 
@@ -193,6 +195,50 @@ def test_state_survives_a_crash_and_leases_are_requeued(make_frontier, tmp_path)
         finish(again, c, now)
         now += 2
     assert leased.fp in fps and done.fp not in fps and len(fps) == 2
+
+
+def test_a_commit_without_room_leaves_memory_as_a_restart_finds_the_file(make_frontier, tmp_path,
+                                                                          monkeypatch):
+    if make_frontier.backend != "embedded":
+        pytest.skip("the embedded backend's own file; Redis has no disk of its own here")
+    full = [False]
+
+    class FullDisk(sqlite3.Connection):
+        def commit(self) -> None:
+            if full[0] and self.in_transaction:
+                self.rollback()  # as SQLite does when its commit finds no room
+                error = sqlite3.OperationalError("database or disk is full")
+                error.sqlite_errorcode = sqlite3.SQLITE_FULL
+                raise error
+            super().commit()
+
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect",
+                        lambda *args, **kwargs: connect(*args, factory=FullDisk, **kwargs))
+    f = make_frontier(path=tmp_path / "frontier.sqlite")
+    f.add([entry(f"http://a.test/{i}") for i in range(3)])
+    f.set_crawl_delay("a.test", 4.0)
+    done = claim(f, 0.0)
+    finish(f, done, 0.0)
+    f.commit()
+    leased = claim(f, 10.0)
+    f.add([entry("http://b.test/new"), entry("http://a.test/more")])
+    full[0] = True
+    with pytest.raises(FrontierFull):
+        f.commit()
+    full[0] = False
+    assert f.add([entry("http://a.test/0")]) == [False]  # done before stays seen
+    assert (f.queued, f.leased, "b.test" in f.hosts.hosts) == (2, 0, False)  # as in the file
+    assert not f.ack(leased.fp, leased.token)  # its lease is gone: the URL is fetched again
+    fps, now = set(), 20.0
+    while f.has_pending():
+        c = claim(f, now)
+        fps.add(c.fp)
+        finish(f, c, now)
+        now += 5
+    assert leased.fp in fps and done.fp not in fps and len(fps) == 2
+    assert f.hosts.hosts["a.test"].group.times.crawl_delay == 4.0  # what only memory knew, kept
+    f.commit()
 
 
 def test_hosts_with_one_politeness_key_share_one_fetch_and_one_gap(make_frontier):

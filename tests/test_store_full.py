@@ -5,11 +5,13 @@ where no tmpfs can be mounted)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import io
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -47,11 +49,12 @@ def _wait_for(path: Path, text: str, timeout: float) -> bool:
     return False
 
 
-def _stored_whole(store: LocalStore, web: TestWeb) -> None:
-    """Every page of the site stored once, every file read to its end, and every WARC
-    file's replay index whole."""
-    urls = [record["url"] for record in iter_records(store)]
+def _stored_whole(store: LocalStore, web: TestWeb, times: int = 1) -> None:
+    """Every page of the site stored once (at most ``times``), every file read to its end,
+    and every WARC file's replay index whole."""
+    urls = Counter(record["url"] for record in iter_records(store))
     assert sorted(urls) == sorted(web.page_url("full.test", i) for i in range(PAGES))
+    assert max(urls.values()) <= times, urls.most_common(3)
     for name in store.list("meta") + store.list("warc"):
         gzip.decompress(store.read(name))  # reads to its end: no torn member left
     # A WACZ replays every page: each WARC file's index is whole, or read from the file again.
@@ -172,3 +175,55 @@ def test_a_disk_shared_with_the_crawl_state_pauses_before_it_fills(web_factory, 
         _quiet(result)
         assert "under STORE_MIN_FREE" in result.log
         _stored_whole(result.store, web)
+
+
+def _fill_to_the_last_byte(path: Path) -> None:
+    """Another program fills the disk of ``path``: it writes until no byte is left."""
+    with path.open("wb", buffering=0) as filler:
+        for _ in range(1 << 20):  # bounded: 4 GiB at most
+            try:
+                filler.write(b"\0" * 4096)
+            except OSError as error:
+                assert error.errno == errno.ENOSPC
+                return
+    raise AssertionError(f"{path}: the disk never filled")
+
+
+def _state_kept(result: CrawlResult, web: TestWeb) -> None:
+    """The frontier's state said its disk was full, once, with no traceback; every page is
+    stored, a page whose ack was undone at most twice."""
+    assert result.returncode == 0, result.log[-3000:]
+    _quiet(result)
+    assert "Frontier state has no room" in result.log
+    assert result.stats["frontier/state_full"] >= 1
+    _stored_whole(result.store, web, times=2)
+
+
+def test_a_disk_filled_by_another_program_loses_no_frontier_state(web_factory, tmp_path):
+    # The frontier's state, the page index and the stats share the store's disk, and another
+    # program takes its last byte mid-crawl: commits of the SQLite files fail and are rolled back.
+    web = web_factory([Site("full.test", pages=PAGES)])
+    with small_disk(tmp_path / "disk", "16m") as disk:
+        store, filler = disk / "store", disk / "filler"
+        command, env = crawl_command(web, tmp_path, f"seeds={web.url('full.test')}", STORE_URI=store,
+                                     FRONTIER_DIR=disk / "state", STORE_INDEX_DIR=disk / "index",
+                                     DATA_DIR=disk, STORE_MIN_FREE=2_000_000, STORE_FULL_PROBE_INTERVAL=1,
+                                     STORE_FSYNC_INTERVAL=0.2, POLITENESS_MIN_DELAY=0.02)
+        result = _crawl_through_a_pause(command, env, tmp_path, web, store, filler.unlink,
+                                        fill=lambda: _fill_to_the_last_byte(filler))
+        _state_kept(result, web)
+
+
+def test_injected_sqlite_full_loses_no_frontier_state(web_factory, tmp_path):
+    # Where no tmpfs can be mounted: tests/full_disk.py --sqlite fails the store's writes and
+    # every SQLite commit (rolled back) while a flag file exists.
+    web = web_factory([Site("full.test", pages=PAGES)])
+    flag, store = tmp_path / "disk-full", tmp_path / "store"
+    command, env = crawl_command(web, tmp_path, f"seeds={web.url('full.test')}", STORE_URI=store,
+                                 STORE_FULL_PROBE_INTERVAL=1, STORE_FSYNC_INTERVAL=0.2, STORE_MIN_FREE=0,
+                                 POLITENESS_MIN_DELAY=0.02)
+    command = [sys.executable, str(Path(__file__).with_name("full_disk.py")), str(flag), "--sqlite",
+               *command[3:]]
+    result = _crawl_through_a_pause(command, env, tmp_path, web, store, flag.unlink, fill=flag.touch)
+    _state_kept(result, web)
+    assert "Page index" in result.log and "rows that waited are indexed" in result.log

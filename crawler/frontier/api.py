@@ -23,6 +23,13 @@ class FrontierUnavailable(Exception):
     backend raises this, never its client library's errors."""
 
 
+class FrontierFull(Exception):
+    """The disk of the frontier's local state has no room: its commit failed and was rolled
+    back, and the frontier reloaded its memory from what its file holds, as a restart does
+    (URLs leased since are queued again; a page whose ack was lost is fetched again). Its
+    steps go on; commit again once the disk has room."""
+
+
 class CrawlStateInUse(Exception):
     """Another process holds this crawl's local state (the embedded frontier's lock): a
     second crawl of the same crawl id is refused before anything is fetched."""

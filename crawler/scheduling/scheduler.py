@@ -137,7 +137,8 @@ class FrontierScheduler(BaseScheduler):
         self.keys = PolitenessKeys(client, lambda: self.waker.in_seconds(0))
         self.host_news = HostNews(client, frontier.policy)  # kept: signals hold weak references
         self.host_news.connect(crawler.signals)
-        self.store_room = StoreRoom(crawler.signals, lambda: self.waker.in_seconds(0))
+        self.store_room = StoreRoom.from_crawler(crawler, lambda: self.waker.in_seconds(0), commit_interval,
+                                                 self.link.claimed.clear)
         for handler, signal in (
             (self.failures.item_error, signals.item_error),
             (self.failures.item_dropped, signals.item_dropped),
@@ -238,7 +239,9 @@ class FrontierScheduler(BaseScheduler):
 
     def _commit(self) -> None:
         self._ack_finished()
-        self.link.run(self.frontier.commit).addErrback(self.link.failed)
+        d = self.link.run(self.frontier.commit)
+        d.addCallbacks(self.store_room.state_committed, self.store_room.state_full)
+        d.addErrback(self.link.failed)
 
     def _housekeeping(self) -> defer.Deferred | None:
         """Renew our leases, beat, reap the dead's, promote due retries and revisits, and

@@ -116,6 +116,7 @@ class WebSpider(scrapy.Spider):
         spider._configure(crawler)
         crawler.signals.connect(spider._prepare, signal=signals.spider_opened)
         crawler.signals.connect(spider._page_duplicate, signal=crawler_signals.page_duplicate)
+        crawler.signals.connect(spider._frontier_reloaded, signal=crawler_signals.frontier_reloaded)
         _freeze_the_process()
         if crawler.settings.getbool("SITEMAP_FOLLOW", defaults.SITEMAP_FOLLOW):
             crawler.signals.connect(spider.sitemaps_found, signal=crawler_signals.sitemaps_found)
@@ -172,6 +173,11 @@ class WebSpider(scrapy.Spider):
         self.meta_robots_token = product_token(
             settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or ""
         ) if settings.getbool("ROBOTS_META_OBEY", defaults.ROBOTS_META_OBEY) else None
+
+    def _frontier_reloaded(self) -> None:
+        """The frontier lost the links sent since its last commit: their pages, fetched
+        again, send them again."""
+        self.links.forget()
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for url in self.seed_urls:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -22,6 +23,15 @@ def is_no_space(error: BaseException) -> bool:
             return True
         error = error.__cause__ or error.__context__  # type: ignore[assignment]
     return False
+
+
+def is_sqlite_full(error: sqlite3.Error) -> bool:
+    """Whether SQLite failed for lack of room ("database or disk is full"): the
+    transaction it was writing is rolled back, nothing else is wrong."""
+    code = getattr(error, "sqlite_errorcode", None)  # Python 3.11 and later
+    if code is not None:
+        return bool(code == sqlite3.SQLITE_FULL)
+    return isinstance(error, sqlite3.OperationalError) and "full" in str(error)
 
 
 class StoreFull(DropItem):

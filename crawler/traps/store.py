@@ -12,6 +12,7 @@ claim a probe, demote a host) answers whether this call was the one.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from importlib import resources
 from pathlib import Path
@@ -20,7 +21,10 @@ from typing import Protocol, cast
 from redis import Redis, RedisCluster
 
 from crawler.context.keys import CrawlKeys
+from crawler.store.space import is_sqlite_full
 from crawler.traps.content import Probe
+
+logger = logging.getLogger(__name__)
 
 
 class TrapStore(Protocol):
@@ -85,6 +89,24 @@ class EmbeddedTrapStore:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self.db.executescript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;" + _SCHEMA)
+        self.path = path
+        self.full = False  # its last write found no room
+
+    def _write(self, sql: str, params: tuple[object, ...]) -> int:
+        """One step, committed; the rows it changed. With no room on the disk the step is not
+        kept (0: the traps learn from later pages) and that is said once at WARNING."""
+        try:
+            changed: int = self.db.execute(sql, params).rowcount
+        except sqlite3.OperationalError as error:
+            if not is_sqlite_full(error):
+                raise
+            if not self.full:
+                logger.warning("Trap state %s has no room (%s): what pages teach the traps is not kept "
+                               "until it has", self.path, error)
+            self.full = True
+            return 0
+        self.full = False
+        return changed
 
     def _names(self, host: str, where: str) -> frozenset[str]:
         rows = self.db.execute(f"SELECT name FROM params WHERE host = ? {where}", (host,))
@@ -97,8 +119,8 @@ class EmbeddedTrapStore:
         return self._names(host, "")
 
     def settle(self, host: str, name: str, irrelevant: bool) -> bool:
-        return bool(self.db.execute("INSERT OR IGNORE INTO params VALUES (?, ?, ?)",
-                                    (host, name, int(irrelevant))).rowcount)
+        return bool(self._write("INSERT OR IGNORE INTO params VALUES (?, ?, ?)",
+                                (host, name, int(irrelevant))))
 
     def observe(self, host: str, name: str, rest: str, value: str, digest: str,
                 most: int) -> dict[str, str]:
@@ -106,7 +128,7 @@ class EmbeddedTrapStore:
         query = "SELECT value, digest FROM evidence WHERE host = ? AND name = ? AND rest = ?"
         texts = dict(self.db.execute(query, key).fetchall())
         if value not in texts and len(texts) < most:
-            self.db.execute("INSERT INTO evidence VALUES (?, ?, ?, ?, ?)", (*key, value, digest))
+            self._write("INSERT INTO evidence VALUES (?, ?, ?, ?, ?)", (*key, value, digest))
             texts[value] = digest
         return texts
 
@@ -115,18 +137,18 @@ class EmbeddedTrapStore:
                                (host, name, rest)).fetchone() is not None
 
     def keep_bare(self, host: str, key: str, digest: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO bare VALUES (?, ?, ?)", (host, key, digest))
+        self._write("INSERT OR REPLACE INTO bare VALUES (?, ?, ?)", (host, key, digest))
 
     def bare(self, host: str, key: str) -> str | None:
         row = self.db.execute("SELECT digest FROM bare WHERE host = ? AND key = ?", (host, key)).fetchone()
         return None if row is None else str(row[0])
 
     def claim_probe(self, host: str) -> bool:
-        return bool(self.db.execute("INSERT OR IGNORE INTO probes (host) VALUES (?)", (host,)).rowcount)
+        return bool(self._write("INSERT OR IGNORE INTO probes (host) VALUES (?)", (host,)))
 
     def set_probe(self, host: str, probe: Probe) -> None:
-        self.db.execute("INSERT OR REPLACE INTO probes VALUES (?, ?, ?, ?)",
-                        (host, probe.url, probe.sha256, f"{probe.simhash:016x}"))
+        self._write("INSERT OR REPLACE INTO probes VALUES (?, ?, ?, ?)",
+                    (host, probe.url, probe.sha256, f"{probe.simhash:016x}"))
 
     def probe(self, host: str) -> Probe | None:
         row = self.db.execute("SELECT url, sha256, simhash FROM probes WHERE host = ? AND url IS NOT NULL",
@@ -137,11 +159,11 @@ class EmbeddedTrapStore:
         row = self.db.execute("SELECT outcomes FROM recent WHERE host = ?", (host,)).fetchone()
         outcomes = ("1" if duplicate else "0") + (row[0] if row else "")
         outcomes = outcomes[:window]
-        self.db.execute("INSERT OR REPLACE INTO recent VALUES (?, ?)", (host, outcomes))
+        self._write("INSERT OR REPLACE INTO recent VALUES (?, ?)", (host, outcomes))
         return [c == "1" for c in outcomes]
 
     def demote(self, host: str) -> bool:
-        return bool(self.db.execute("INSERT OR IGNORE INTO demoted VALUES (?)", (host,)).rowcount)
+        return bool(self._write("INSERT OR IGNORE INTO demoted VALUES (?)", (host,)))
 
     def close(self) -> None:
         self.db.close()

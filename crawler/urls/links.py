@@ -108,6 +108,11 @@ class LinkFollower:
         self._keys = _BoundedSet(cache_size)
         self._fingerprints = _BoundedSet(cache_size)
 
+    def forget(self) -> None:
+        """Forget every URL handled: the frontier lost some it was sent (a rollback)."""
+        self._keys = _BoundedSet(self._keys.size)
+        self._fingerprints = _BoundedSet(self._fingerprints.size)
+
     def mark_seen(self, url: str) -> None:
         """Remember a normalised URL scheduled elsewhere (a seed), so links to it are skipped."""
         self.claim(url)

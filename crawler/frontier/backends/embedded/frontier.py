@@ -24,7 +24,7 @@ import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
-from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, Revisit
+from crawler.frontier.api import Claim, DeadLetter, Entry, Fetch, FrontierFull, Revisit
 from crawler.frontier.backends.embedded.controls import HostControls
 from crawler.frontier.backends.embedded.hosts import HostRecords
 from crawler.frontier.backends.embedded.parked import ParkedUrls
@@ -256,9 +256,43 @@ class EmbeddedFrontier:
         return len(leases)
 
     def commit(self) -> None:
-        self.store.commit()
+        """Commit every write so far. ``FrontierFull`` when the disk has no room: the writes
+        since the last commit are rolled back and the memory reloaded from the file
+        (``reload``), so the two agree; commit again later."""
+        try:
+            self.store.commit()
+        except FrontierFull:
+            self.reload()
+            raise
+
+    def reload(self) -> None:
+        """Rebuild the memory from the file, as a restart does: its leases (this run's) are
+        queued again, and each host still in it keeps what only memory knew (its politeness
+        key, whether it waits for one, its Crawl-delay, its fetches unanswered)."""
+        known = {name: (host.held, host.group.key, host.group.times.crawl_delay, host.unanswered)
+                 for name, host in self.hosts.hosts.items()}
+        waiting_keys = self.hosts.new_hosts
+        self.store.recover_leases(self.levels.levels - 1)
+        self.hosts.load()
+        for name, (held, key, crawl_delay, unanswered) in known.items():
+            host = self.hosts.hosts.get(name)
+            if host is None:  # first seen since the last commit: found again with its links
+                continue
+            host.unanswered = unanswered
+            if not held:
+                self.controls.set_politeness_key(name, key)
+            host.group.times.crawl_delay = crawl_delay
+        self.hosts.new_hosts = [name for name in waiting_keys if name in self.hosts.hosts]
+        self.parked.load()
 
     def close(self) -> None:
+        """Commit and close; with no room on the disk, what the file holds is what the next
+        run finds (as after a kill -9: it fetches some pages again)."""
+        try:
+            self.store.commit()
+        except FrontierFull as full:
+            logger.error("Frontier state %s has no room to save its last steps (%s): the next run "
+                         "fetches the pages since its last commit again", self.describe(), full.__cause__)
         self.store.close()
 
     # ---------------------------------------------------------------- parts

@@ -116,7 +116,13 @@ class HostRecords:
         self.queued = 0  # URLs queued, every host's
 
     def load(self) -> None:
-        """Rebuild every host's record and the heaps from ``store``."""
+        """Rebuild every host's record and the heaps from ``store`` (records, heaps and
+        leases dropped first; a lease's token never holds again)."""
+        self.hosts.clear()
+        self.groups.clear()
+        self.leases.clear()
+        self.ready.heaps = [[] for _ in self.ready.heaps]
+        self.new_hosts, self.queued = [], 0
         for hid, name, next_allowed, backoff, last_gap, fetched in self.store.hosts():
             host = self._new_host(hid, name, HostTimes(backoff=backoff, last_gap=last_gap))
             host.group.next_allowed, host.fetched = next_allowed, fetched

@@ -25,8 +25,13 @@ class ParkedUrls:
         self.store = store
         self.db = store.db
         self.hosts = hosts
-        self.waiting: int = self.db.execute("SELECT count(*) FROM waiting").fetchone()[0]
-        self.revisits: int = self.db.execute("SELECT count(*) FROM revisits").fetchone()[0]
+        self.waiting = self.revisits = 0
+        self.load()
+
+    def load(self) -> None:
+        """How many URLs wait, as ``store`` has them."""
+        self.waiting = self.db.execute("SELECT count(*) FROM waiting").fetchone()[0]
+        self.revisits = self.db.execute("SELECT count(*) FROM revisits").fetchone()[0]
 
     def retry_later(self, fp: int, token: int, request: str, due: float) -> bool:
         """A leased URL failed: keep it (``request``, with its attempts) and queue it again

@@ -9,7 +9,8 @@ import sqlite3
 from pathlib import Path
 from typing import BinaryIO
 
-from crawler.frontier.api import CrawlStateInUse
+from crawler.frontier.api import CrawlStateInUse, FrontierFull
+from crawler.store.space import is_sqlite_full
 
 QUEUED, LEASED, DONE, WAITING, DEAD, REVISIT = 0, 1, 2, 3, 4, 5
 
@@ -200,15 +201,23 @@ class UrlStore:
     # ---------------------------------------------------------------- lifecycle
 
     def commit(self) -> None:
-        """Write the counters added since the last commit, and commit every write so far."""
-        if self._unsaved:
-            self.db.executemany("INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) "
-                                "DO UPDATE SET value = value + excluded.value", self._unsaved.items())
-            self._unsaved = {}
-        self.db.commit()
+        """Write the counters added since the last commit, and commit every write so far.
+        ``FrontierFull`` when the disk has no room: every write since the last commit is
+        rolled back (the counters are written at the next commit)."""
+        try:
+            if self._unsaved:
+                self.db.executemany("INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) "
+                                    "DO UPDATE SET value = value + excluded.value", self._unsaved.items())
+            self.db.commit()
+        except sqlite3.OperationalError as error:
+            if not is_sqlite_full(error):
+                raise
+            self.db.rollback()
+            raise FrontierFull(f"{self.path}: {error}") from error
+        self._unsaved = {}
 
     def close(self) -> None:
-        self.commit()
+        """Close the file, its writes since the last commit dropped (``commit`` first)."""
         self.db.close()
         if self.lock is not None:
             self.lock.close()  # releases the lock
