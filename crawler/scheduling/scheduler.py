@@ -88,15 +88,14 @@ class FrontierScheduler(BaseScheduler):
 
     Its parts, each with one job: ``FrontierLink`` (calls off the reactor, claims buffered,
     counts), ``Outbox`` (writes in order, through a Redis outage), ``LeaseBook`` (what each
-    lease waits for), ``FailureChain`` (retries and dead letters), ``FetchReports`` (the
-    downloader's signals, batched), ``PolitenessKeys`` (per-IP keys), ``EarliestCall`` (the
-    engine's and the revisits' wake-ups) and ``EngineAdapter``; this class wires them to
-    Scrapy and the frontier.
+    lease waits for, from its page's ``PageOutcome``), ``FailureChain`` (retries and dead
+    letters), ``FetchReports`` (the downloader's signals, batched), ``PolitenessKeys``
+    (per-IP keys), ``StoreRoom`` (no claim while the store or the frontier's state has no
+    room), ``EarliestCall`` (wake-ups) and ``EngineAdapter``; this class wires them.
 
     Settings: ``REDIS_URL``, ``FRONTIER_DIR``, ``CRAWL_ID``, ``POLITENESS_*``, ``HOST_PAGE_BUDGET``,
-    ``FRONTIER_PRIORITY_LEVELS``, ``FRONTIER_LEASE_SECONDS``,
-    ``FRONTIER_COMMIT_INTERVAL``, ``FRONTIER_CACHE_KIB``, ``FRONTIER_RETRY_DELAYS``,
-    ``CRAWL_CONTINUOUS``, ``REDIS_STALL_SECONDS``.
+    ``FRONTIER_PRIORITY_LEVELS``, ``FRONTIER_LEASE_SECONDS``, ``FRONTIER_COMMIT_INTERVAL``,
+    ``FRONTIER_CACHE_KIB``, ``FRONTIER_RETRY_DELAYS``, ``CRAWL_CONTINUOUS``, ``REDIS_STALL_SECONDS``.
     """
 
     def __init__(self, crawler: Crawler, frontier: Frontier, levels: PriorityLevels,
@@ -260,9 +259,7 @@ class FrontierScheduler(BaseScheduler):
 
     def _upkept(self, result: Upkeep) -> None:
         self._upkeeping = False
-        for worker, leases, silent in result.dead_workers:
-            logger.warning("Worker %s has been silent for %.0f s: its %d leased URLs are queued "
-                           "again and their hosts freed", worker, silent, leases)
+        result.say_dead_workers()
         if result.due_revisits:
             self.crawler.stats.inc_value("revisit/due", result.due_revisits)
         if result.due_retries or result.due_revisits:
@@ -270,8 +267,7 @@ class FrontierScheduler(BaseScheduler):
         if result.next_revisit is not None and not self._closed:
             self.revisit_timer.at(result.next_revisit)
         stats = self.crawler.stats
-        for key, value in {**result.gauges, **result.counters}.items():
-            stats.set_value(f"frontier/{key}", value)
+        result.publish(stats)
         stats.set_value("frontier/awaiting_store", self.leases.awaiting_store)
         stats.set_value("frontier/awaiting_upload", self.leases.awaiting_upload)
 

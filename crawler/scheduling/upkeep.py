@@ -7,9 +7,13 @@ import logging
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from crawler.context.crawl_id import fresh_crawl_command
 from crawler.frontier.api import Claim, Frontier, FrontierUnavailable, SharedFrontier
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +85,17 @@ class Upkeep:
     counters: dict[str, int]
     counts: Counts
     at: float = field(default_factory=time.monotonic)
+
+    def say_dead_workers(self) -> None:
+        """A WARNING for each worker found dead, whose leases went back to the queues."""
+        for worker, leases, silent in self.dead_workers:
+            logger.warning("Worker %s has been silent for %.0f s: its %d leased URLs are queued "
+                           "again and their hosts freed", worker, silent, leases)
+
+    def publish(self, stats: StatsCollector) -> None:
+        """The frontier's gauges and counters as this worker's ``frontier/*`` stats."""
+        for key, value in {**self.gauges, **self.counters}.items():
+            stats.set_value(f"frontier/{key}", value)
 
 
 def upkeep(frontier: Frontier, leases: list[tuple[int, int]]) -> Upkeep:
