@@ -27,7 +27,7 @@ class Fetch:
     path: str
     status: int
     start: float  # time.time()
-    end: float
+    end: float  # stamped just before the answer's one write
     conditional: bool
 
 
@@ -115,15 +115,17 @@ class SoakWeb:
             status, data = 304, b""
         else:
             status, data = 200, body.encode()
-        handler.send_response(status)
+        head = [f"HTTP/1.1 {status} {handler.responses[status][0]}",
+                f"Content-Type: {'text/html; charset=utf-8' if body else 'text/plain'}"]
         if body is not None:
-            handler.send_header("ETag", etag)
-        handler.send_header("Content-Type", "text/html; charset=utf-8" if body else "text/plain")
+            head.append(f"ETag: {etag}")
         if status != 304:
-            handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        if status != 304:
-            handler.wfile.write(data)
-        end = time.time()  # before the lock: a thread waiting for it would record a later end
+            head.append(f"Content-Length: {len(data)}")
+        answer = ("\r\n".join(head) + "\r\n\r\n").encode() + data
+        # The answer leaves in one write, its end stamped just before it: the write hands
+        # the GIL over, and a thread slow to take it back would stamp a later end than the
+        # client saw, a gap shorter than the crawler left.
+        end = time.time()
+        handler.wfile.write(answer)
         with self._lock:
             self.fetches.append(Fetch(host, path, status, start, end, conditional))
