@@ -12,6 +12,19 @@ from crawler.frontier.api import Claim, Fetch, FrontierFull
 from crawler.frontier.policy import HostBudget, PriorityLevels
 
 
+def fetch_all(frontier, now: float, step: float) -> set[int]:
+    """Claim and finish every URL the frontier holds, ``step`` seconds apart: their fingerprints."""
+    fps = set()
+    for _ in range(100):  # bounded: a few URLs each test
+        if not frontier.has_pending():
+            return fps
+        c = claim(frontier, now)
+        fps.add(c.fp)
+        finish(frontier, c, now)
+        now += step
+    raise AssertionError("the frontier still has URLs after 100 claims")
+
+
 def test_a_hosts_run_of_unanswered_fetches_is_counted_until_it_answers(make_frontier):
     f = make_frontier()
     f.add([entry(f"http://dead.test/{i}") for i in range(2)])
@@ -187,13 +200,7 @@ def test_state_survives_a_crash_and_leases_are_requeued(make_frontier, tmp_path)
     assert again.queued == 2  # the leased URL and the one never fetched
     assert again.counters["leases/recovered"] == 1
     assert again.add([entry("http://a.test/0")]) == [False]  # done stays seen
-    fps = set()
-    now = 10.0
-    while again.has_pending():
-        c = claim(again, now)
-        fps.add(c.fp)
-        finish(again, c, now)
-        now += 2
+    fps = fetch_all(again, 10.0, 2)
     assert leased.fp in fps and done.fp not in fps and len(fps) == 2
 
 
@@ -230,12 +237,7 @@ def test_a_commit_without_room_leaves_memory_as_a_restart_finds_the_file(make_fr
     assert f.add([entry("http://a.test/0")]) == [False]  # done before stays seen
     assert (f.queued, f.leased, "b.test" in f.hosts.hosts) == (2, 0, False)  # as in the file
     assert not f.ack(leased.fp, leased.token)  # its lease is gone: the URL is fetched again
-    fps, now = set(), 20.0
-    while f.has_pending():
-        c = claim(f, now)
-        fps.add(c.fp)
-        finish(f, c, now)
-        now += 5
+    fps = fetch_all(f, 20.0, 5)
     assert leased.fp in fps and done.fp not in fps and len(fps) == 2
     assert f.hosts.hosts["a.test"].group.times.crawl_delay == 4.0  # what only memory knew, kept
     f.commit()
