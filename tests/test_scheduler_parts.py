@@ -9,18 +9,20 @@ from types import SimpleNamespace
 
 from redis import ConnectionError as RedisConnectionError
 from scrapy import Request
+from scrapy import signals as scrapy_signals
 from scrapy.http import Response
 from scrapy.signalmanager import SignalManager
 from twisted.internet import defer
 
 from crawler import signals as crawler_signals
-from crawler.context.outcomes import PageOutcome
+from crawler.context.outcomes import PageOutcome, PageOutcomes
 from crawler.frontier.api import Entry, Fetch, FrontierUnavailable
 from crawler.frontier.backends.embedded.frontier import EmbeddedFrontier
 from crawler.frontier.backends.redis.shard_steps import ShardPauses
 from crawler.frontier.failure import FailureKind, FetchFailure
 from crawler.frontier.outages import OutageNotices
 from crawler.frontier.policy import PolitenessPolicy
+from crawler.items import Page
 from crawler.scheduling.calls import InlineCalls
 from crawler.scheduling.client import AddStep, FrontierClient
 from crawler.scheduling.codec import FAILED_META, LEASE_META, revisit_request
@@ -382,3 +384,21 @@ def test_a_pending_ask_left_unanswered_is_answered_once_the_counts_are_known():
     calls.run_all()
     assert heard == [Counts(queued=1, leased=0, waiting=0, revisits=0)]
     frontier.close()
+
+
+def test_page_outcomes_keep_nothing_unattached_and_forget_dropped_items():
+    def page(n: int) -> Page:
+        return Page(f"http://a.test/{n}", 200, 0.0, 0, b"", "")
+
+    outcomes, kept, dropped = PageOutcomes(), page(1), page(2)
+    outcomes.judged(kept, {"next_visit": 1.0})
+    assert outcomes.take(kept) is None  # no taker: nothing kept
+    manager = SignalManager()
+    outcomes.attach(manager)
+    outcomes.judged(kept, {"next_visit": 1.0})
+    outcomes.stored(kept, ["warc/b", "meta/a"], None)
+    outcomes.stored(dropped, ["warc/b"], None)
+    manager.send_catch_log(scrapy_signals.item_dropped, item=dropped, response=None, exception=None)
+    assert outcomes.take(dropped) is None
+    assert outcomes.take(kept) == PageOutcome({"next_visit": 1.0}, True, ("meta/a", "warc/b"))
+    assert outcomes.take(kept) is None  # once

@@ -69,9 +69,6 @@ class PageOutcomes:
         entry = self._pages.pop(id(page), None)
         return None if entry is None else entry[1]
 
-    def __len__(self) -> int:
-        return 0 if self._pages is None else len(self._pages)
-
     def _outcome(self, page: Page) -> PageOutcome | None:
         if self._pages is None:
             return None

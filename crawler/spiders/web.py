@@ -261,7 +261,8 @@ class WebSpider(scrapy.Spider):
             tree = parse_html(response.body, response.encoding)
             yield ProbeAnswer(response.url, page_text(tree, self.text_mode).text)
 
-    def _page_duplicate(self, page: Page, response: Response | None, original: str, kind: str) -> None:
+    def _page_duplicate(self, response: Response | None) -> None:
+        """``page_duplicate``: the links of ``response`` are not followed."""
         if response is not None:
             self._duplicates.add(response)
 

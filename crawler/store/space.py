@@ -28,10 +28,7 @@ def is_no_space(error: BaseException) -> bool:
 def is_sqlite_full(error: sqlite3.Error) -> bool:
     """Whether SQLite failed for lack of room ("database or disk is full"): the
     transaction it was writing is rolled back, nothing else is wrong."""
-    code = getattr(error, "sqlite_errorcode", None)  # Python 3.11 and later
-    if code is not None:
-        return bool(code == sqlite3.SQLITE_FULL)
-    return isinstance(error, sqlite3.OperationalError) and "full" in str(error)
+    return getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL  # set by sqlite3 itself
 
 
 class StoreFull(DropItem):
